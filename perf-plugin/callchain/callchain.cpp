@@ -1,0 +1,99 @@
+#include "callchain/callchain.h"
+
+#include <linux/perf_event.h>
+
+#include <algorithm>
+#include <string>
+
+namespace offwake {
+
+uint64_t context_marker(FrameContext context) {
+  switch (context) {
+    case FrameContext::kKernel: return PERF_CONTEXT_KERNEL;
+    case FrameContext::kUser: return PERF_CONTEXT_USER;
+    case FrameContext::kHypervisor: return PERF_CONTEXT_HV;
+    case FrameContext::kGuestKernel: return PERF_CONTEXT_GUEST_KERNEL;
+    case FrameContext::kGuestUser: return PERF_CONTEXT_GUEST_USER;
+  }
+  return PERF_CONTEXT_USER;
+}
+
+static bool marker_context(uint64_t v, FrameContext* out) {
+  switch (v) {
+    case PERF_CONTEXT_KERNEL: *out = FrameContext::kKernel; return true;
+    case PERF_CONTEXT_USER: *out = FrameContext::kUser; return true;
+    case PERF_CONTEXT_HV: *out = FrameContext::kHypervisor; return true;
+    case PERF_CONTEXT_GUEST_KERNEL: *out = FrameContext::kGuestKernel; return true;
+    case PERF_CONTEXT_GUEST_USER: *out = FrameContext::kGuestUser; return true;
+    default: return false;
+  }
+}
+
+Result<Callchain> Callchain::from_perf_ips(std::span<const uint64_t> ips) {
+  Callchain chain;
+  chain.frames_.reserve(ips.size());
+  bool have_context = false;
+  FrameContext context = FrameContext::kUser;
+  for (size_t i = 0; i < ips.size(); ++i) {
+    uint64_t v = ips[i];
+    if (v >= PERF_CONTEXT_MAX) {
+      if (v == PERF_CONTEXT_GUEST) continue;  // announces guest frames; their own markers follow
+      if (!marker_context(v, &context))
+        return Error("callchain entry " + std::to_string(i) + " is an unknown context marker");
+      have_context = true;
+      continue;
+    }
+    if (!have_context)
+      return Error("callchain entry " + std::to_string(i) + " comes before any context marker");
+    chain.frames_.push_back({v, context});
+  }
+  return chain;
+}
+
+Callchain Callchain::from_stacks(std::span<const uint64_t> kernel, std::span<const uint64_t> user) {
+  Callchain chain;
+  for (uint64_t ip : kernel) {
+    if (ip == 0) break;
+    chain.frames_.push_back({ip, FrameContext::kKernel});
+  }
+  for (uint64_t ip : user) {
+    if (ip == 0) break;
+    chain.frames_.push_back({ip, FrameContext::kUser});
+  }
+  return chain;
+}
+
+std::vector<uint64_t> Callchain::to_perf_ips() const {
+  std::vector<uint64_t> out;
+  out.reserve(frames_.size() + 2);
+  bool first = true;
+  FrameContext current = FrameContext::kUser;
+  for (const Frame& f : frames_) {
+    if (first || f.context != current) {
+      out.push_back(context_marker(f.context));
+      current = f.context;
+      first = false;
+    }
+    out.push_back(f.ip);
+  }
+  return out;
+}
+
+size_t Callchain::count(FrameContext context) const {
+  return std::count_if(frames_.begin(), frames_.end(),
+                       [&](const Frame& f) { return f.context == context; });
+}
+
+uint16_t Callchain::leaf_cpumode() const {
+  if (frames_.empty()) return PERF_RECORD_MISC_USER;
+  switch (frames_.front().context) {
+    case FrameContext::kKernel: return PERF_RECORD_MISC_KERNEL;
+    case FrameContext::kUser: return PERF_RECORD_MISC_USER;
+    case FrameContext::kHypervisor: return PERF_RECORD_MISC_HYPERVISOR;
+    case FrameContext::kGuestKernel: return PERF_RECORD_MISC_GUEST_KERNEL;
+    case FrameContext::kGuestUser: return PERF_RECORD_MISC_GUEST_USER;
+  }
+  return PERF_RECORD_MISC_USER;
+}
+
+}  // namespace offwake

@@ -1,0 +1,53 @@
+// The one callchain type: perf sample callchains and BPF stack-map stacks both become a
+// Callchain, and every sample is serialised from one.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "util/result.h"
+
+namespace offwake {
+
+enum class FrameContext : uint8_t { kKernel, kUser, kHypervisor, kGuestKernel, kGuestUser };
+
+struct Frame {
+  uint64_t ip;
+  FrameContext context;
+  bool operator==(const Frame&) const = default;
+};
+
+class Callchain {
+ public:
+  Callchain() = default;
+
+  // From PERF_SAMPLE_CALLCHAIN entries as the kernel writes them: PERF_CONTEXT_* markers
+  // followed by the ips of that context, leaf first. Entries before any marker are rejected.
+  static Result<Callchain> from_perf_ips(std::span<const uint64_t> ips);
+
+  // From the two halves a BPF stack map returns, each leaf first; zero entries end a half.
+  static Callchain from_stacks(std::span<const uint64_t> kernel, std::span<const uint64_t> user);
+
+  void push(uint64_t ip, FrameContext context) { frames_.push_back({ip, context}); }
+
+  // Serialises with a context marker wherever the context changes (perf's layout).
+  std::vector<uint64_t> to_perf_ips() const;
+
+  const std::vector<Frame>& frames() const { return frames_; }
+  bool empty() const { return frames_.empty(); }
+  size_t size() const { return frames_.size(); }
+  size_t count(FrameContext context) const;
+
+  // PERF_RECORD_MISC_KERNEL or _USER (or _HYPERVISOR...) for the leaf frame; USER if empty.
+  uint16_t leaf_cpumode() const;
+
+  bool operator==(const Callchain&) const = default;
+
+ private:
+  std::vector<Frame> frames_;  // leaf first
+};
+
+uint64_t context_marker(FrameContext context);
+
+}  // namespace offwake

@@ -1,0 +1,42 @@
+#include "callchain/stack_ids.h"
+
+#include <cerrno>
+
+namespace offwake {
+
+StackLosses& StackLosses::operator+=(const StackLosses& o) {
+  walk_failed += o.walk_failed;
+  collisions += o.collisions;
+  map_full += o.map_full;
+  other_errors += o.other_errors;
+  lookup_failed += o.lookup_failed;
+  return *this;
+}
+
+std::vector<uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses) {
+  if (id == kNoStack) return {};
+  if (id < 0) {
+    switch (-id) {
+      case EFAULT: ++losses.walk_failed; break;
+      case EEXIST: ++losses.collisions; break;
+      case ENOMEM:
+      case E2BIG: ++losses.map_full; break;
+      default: ++losses.other_errors; break;
+    }
+    return {};
+  }
+  auto frames = source_.lookup(static_cast<uint32_t>(id));
+  if (!frames) {
+    ++losses.lookup_failed;
+    return {};
+  }
+  return std::move(frames).value();
+}
+
+Callchain CallchainBuilder::build(StackIds ids) {
+  auto kernel = half(ids.kernel, kernel_losses_);
+  auto user = half(ids.user, user_losses_);
+  return Callchain::from_stacks(kernel, user);
+}
+
+}  // namespace offwake

@@ -1,0 +1,45 @@
+// perf-offwake: `perf offwake <command>` runs this program (perf looks for perf-<cmd> on its
+// exec path and on PATH).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands/command.h"
+
+namespace offwake {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+  };
+  return table;
+}
+
+static void print_main_usage(FILE* out) {
+  fprintf(out,
+          "\n usage: perf offwake [--version] [--help] <command> [<args>]\n\n"
+          " Off-CPU time by blocked stack and by waker stack, from BPF, written as perf.data.\n\n"
+          " The commands are:\n");
+  for (const auto& c : commands()) fprintf(out, "   %-10s %s\n", c.name, c.summary);
+  fprintf(out, "\n See 'perf offwake <command> -h' for a command's options.\n");
+}
+
+}  // namespace offwake
+
+int main(int argc, char** argv) {
+  using namespace offwake;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_main_usage(stdout);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args[0] == "--version" || args[0] == "version") {
+    printf("perf-offwake version %s\n", OFFWAKE_VERSION);
+    return kExitOk;
+  }
+  for (const auto& c : commands()) {
+    if (args[0] == c.name) return c.run(args);
+  }
+  fprintf(stderr, "perf offwake: '%s' is not a command. See 'perf offwake --help'.\n", args[0].c_str());
+  return kExitUsage;
+}

@@ -1,0 +1,52 @@
+// Feature sections (HEADER_*) of perf.data: what the machine was, what ran, which events,
+// which binaries by build id. Each section has one encoder and one decoder.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "perfdata/bytes.h"
+#include "perfdata/records.h"
+
+namespace offwake::perfdata {
+
+struct HostInfo {
+  std::string hostname, os_release, version, arch, cpu_desc, cpu_id;
+  uint32_t nr_cpus_available = 0, nr_cpus_online = 0;
+  uint64_t total_mem_kb = 0;
+  std::vector<std::string> cmdline;
+  bool operator==(const HostInfo&) const = default;
+};
+
+// One entry of HEADER_BUILD_ID. pid -1 is the host machine, as perf writes it.
+struct BuildIdEntry {
+  int32_t pid = -1;
+  uint16_t cpumode = PERF_RECORD_MISC_USER;
+  BuildId build_id;
+  std::string filename;
+  bool operator==(const BuildIdEntry&) const = default;
+};
+
+// Everything the feature sections say, decoded.
+struct FileInfo {
+  HostInfo host;
+  std::vector<EventDesc> events;  // from HEADER_EVENT_DESC
+  std::vector<BuildIdEntry> build_ids;
+  uint64_t first_sample_time = 0, last_sample_time = 0;
+  std::vector<int> features;  // the feature bits present
+};
+
+// Feature bit -> section bytes, in bit order (the order sections are laid out in a file).
+using FeatureSections = std::map<int, Bytes>;
+
+FeatureSections encode_host_features(const HostInfo& host);
+Bytes encode_event_desc(std::span<const EventDesc> events);
+Bytes encode_build_ids(std::span<const BuildIdEntry> entries);
+Bytes encode_sample_time(uint64_t first, uint64_t last);
+
+// Decodes one section into `info`; unknown features are recorded and skipped.
+Status decode_feature(int feature, std::span<const uint8_t> section, FileInfo& info);
+
+}  // namespace offwake::perfdata

@@ -1,0 +1,311 @@
+#include "perfdata/reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "perfdata/format.h"
+#include "perfdata/record_encoder.h"
+#include "perfdata/sample_encoder.h"
+
+namespace offwake::perfdata {
+
+namespace {
+
+class FdSource : public ByteSource {
+ public:
+  FdSource(UniqueFd fd, std::string what) : fd_(std::move(fd)), what_(std::move(what)) {
+    struct stat st {};
+    if (fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode)) {
+      seekable_ = true;
+      size_ = static_cast<uint64_t>(st.st_size);
+    }
+  }
+  Result<size_t> read(void* buf, size_t n) override {
+    for (;;) {
+      ssize_t r = ::read(fd_.get(), buf, n);
+      if (r >= 0) return static_cast<size_t>(r);
+      if (errno != EINTR) return Error::from_errno("reading " + what_);
+    }
+  }
+  Status pread(void* buf, size_t n, uint64_t offset) override {
+    auto* p = static_cast<uint8_t*>(buf);
+    while (n > 0) {
+      ssize_t r = ::pread(fd_.get(), p, n, static_cast<off_t>(offset));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return Error::from_errno("reading " + what_);
+      if (r == 0) return Error("reading " + what_ + ": unexpected end of file");
+      p += r;
+      n -= static_cast<size_t>(r);
+      offset += static_cast<uint64_t>(r);
+    }
+    return ok_status();
+  }
+  bool seekable() const override { return seekable_; }
+  uint64_t size() const override { return size_; }
+
+ private:
+  UniqueFd fd_;
+  std::string what_;
+  bool seekable_ = false;
+  uint64_t size_ = 0;
+};
+
+class MemorySource : public ByteSource {
+ public:
+  explicit MemorySource(Bytes data) : data_(std::move(data)) {}
+  Result<size_t> read(void* buf, size_t n) override {
+    size_t k = std::min(n, data_.size() - pos_);
+    std::memcpy(buf, data_.data() + pos_, k);
+    pos_ += k;
+    return k;
+  }
+  Status pread(void* buf, size_t n, uint64_t offset) override {
+    if (offset > data_.size() || n > data_.size() - offset)
+      return Error("reading memory: unexpected end of data");
+    std::memcpy(buf, data_.data() + offset, n);
+    return ok_status();
+  }
+  bool seekable() const override { return true; }
+  uint64_t size() const override { return data_.size(); }
+
+ private:
+  Bytes data_;
+  size_t pos_ = 0;
+};
+
+std::string hex(uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+bool section_fits(const FileSection& s, uint64_t file_size) {
+  return s.offset <= file_size && s.size <= file_size - s.offset;
+}
+
+}  // namespace
+
+Result<PerfDataReader> PerfDataReader::open(const std::string& path) {
+  if (path == "-") return from_fd(UniqueFd(dup(STDIN_FILENO)), "standard input");
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("opening " + path);
+  struct stat st {};
+  if (fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) return Error(path + " is a directory", EISDIR);
+  return from_fd(std::move(fd), path);
+}
+
+Result<PerfDataReader> PerfDataReader::from_fd(UniqueFd fd, std::string what) {
+  if (!fd.valid()) return Error::from_errno("opening " + what);
+  PerfDataReader r;
+  r.src_ = std::make_unique<FdSource>(std::move(fd), what);
+  r.what_ = std::move(what);
+  OFFWAKE_TRY(r.start());
+  return r;
+}
+
+Result<PerfDataReader> PerfDataReader::from_memory(Bytes data) {
+  PerfDataReader r;
+  r.src_ = std::make_unique<MemorySource>(std::move(data));
+  r.what_ = "memory";
+  OFFWAKE_TRY(r.start());
+  return r;
+}
+
+PerfDataReader::PerfDataReader(PerfDataReader&&) noexcept = default;
+PerfDataReader& PerfDataReader::operator=(PerfDataReader&&) noexcept = default;
+PerfDataReader::~PerfDataReader() = default;
+
+Status PerfDataReader::read_exact(void* buf, size_t n, bool* eof) {
+  auto* p = static_cast<uint8_t*>(buf);
+  size_t got = 0;
+  while (got < n) {
+    auto r = src_->read(p + got, n - got);
+    if (!r) return r.error();
+    if (*r == 0) break;
+    got += *r;
+  }
+  if (eof) *eof = (got == 0);
+  if (got == n || (eof && got == 0)) return ok_status();
+  return Error(what_ + ": truncated at offset " + hex(offset_ + got));
+}
+
+Status PerfDataReader::start() {
+  PipeHeader ph{};
+  bool eof = false;
+  OFFWAKE_TRY(read_exact(&ph, sizeof ph, &eof));
+  if (eof) return Error(what_ + ": empty input, not a perf.data file");
+  if (ph.magic == 0 && src_->seekable())
+    return Error(what_ + ": header was never written (the recording did not finish)");
+  if (ph.magic == __builtin_bswap64(kMagic))
+    return Error(what_ + ": perf.data of the other byte order is not supported");
+  if (ph.magic != kMagic) return Error(what_ + ": not a perf.data file (bad magic)");
+  offset_ = sizeof ph;
+  if (ph.size == sizeof(PipeHeader)) {
+    mode_ = Mode::kPipe;
+    return ok_status();
+  }
+  if (!src_->seekable())
+    return Error(what_ + ": a perf.data file (not a stream) must be read from a file, not a pipe");
+  mode_ = Mode::kFile;
+  auto s = read_file_header();
+  if (!s) return s.error().context(what_);
+  return ok_status();
+}
+
+Status PerfDataReader::read_file_header() {
+  const uint64_t file_size = src_->size();
+  FileHeader h{};
+  if (file_size < sizeof h) return Error("truncated file header");
+  OFFWAKE_TRY(src_->pread(&h, sizeof h, 0));
+  if (h.size < sizeof h) return Error("header size " + std::to_string(h.size) + " is too small");
+  if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(FileSection) || h.attr_size > 4096)
+    return Error("bad attr size " + std::to_string(h.attr_size));
+  if (!section_fits(h.attrs, file_size)) return Error("attrs section lies outside the file");
+  if (!section_fits(h.data, file_size)) return Error("data section lies outside the file (truncated?)");
+  if (h.attrs.size % h.attr_size != 0) return Error("attrs section is not a whole number of attrs");
+
+  const size_t nr_attrs = h.attrs.size / h.attr_size;
+  if (nr_attrs == 0) return Error("no events in the file");
+  Bytes raw(h.attr_size);
+  for (size_t i = 0; i < nr_attrs; ++i) {
+    OFFWAKE_TRY(src_->pread(raw.data(), raw.size(), h.attrs.offset + i * h.attr_size));
+    EventDesc e;
+    const size_t attr_bytes = h.attr_size - sizeof(FileSection);
+    std::memcpy(&e.attr, raw.data(), std::min(attr_bytes, sizeof e.attr));
+    FileSection ids{};
+    std::memcpy(&ids, raw.data() + attr_bytes, sizeof ids);
+    if (!section_fits(ids, file_size) || ids.size % 8) return Error("event ids lie outside the file");
+    e.ids.resize(ids.size / 8);
+    if (!e.ids.empty()) OFFWAKE_TRY(src_->pread(e.ids.data(), ids.size, ids.offset));
+    OFFWAKE_TRY(check_sample_type(e.attr.sample_type));
+    events_.push_back(std::move(e));
+  }
+
+  // The feature table follows the data section: one FileSection per set bit, in bit order.
+  uint64_t table = h.data.offset + h.data.size;
+  for (int bit = 1; bit < kFeatBits; ++bit) {
+    if (!(h.features[bit / 64] & (uint64_t{1} << (bit % 64)))) continue;
+    FileSection sec{};
+    if (table + sizeof sec > file_size) return Error("feature table is truncated");
+    OFFWAKE_TRY(src_->pread(&sec, sizeof sec, table));
+    table += sizeof sec;
+    if (!section_fits(sec, file_size)) return Error("feature " + std::to_string(bit) + " lies outside the file");
+    Bytes data(sec.size);
+    if (sec.size) OFFWAKE_TRY(src_->pread(data.data(), data.size(), sec.offset));
+    auto s = decode_feature(bit, data, info_);
+    if (!s) return s.error();
+  }
+  name_events();
+  offset_ = h.data.offset;
+  data_end_ = h.data.offset + h.data.size;
+  return ok_status();
+}
+
+// Names come from HEADER_EVENT_DESC; match them to events by their ids (or by position).
+void PerfDataReader::name_events() {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    if (!events_[i].name.empty()) continue;
+    for (size_t j = 0; j < info_.events.size(); ++j) {
+      const auto& d = info_.events[j];
+      bool same = (!d.ids.empty() && d.ids == events_[i].ids) || (d.ids.empty() && i == j);
+      if (same) events_[i].name = d.name;
+    }
+  }
+}
+
+const EventDesc* PerfDataReader::event_for(const SampleRecord& s) const {
+  if (events_.size() == 1) return &events_[0];
+  for (const auto& e : events_)
+    for (uint64_t id : e.ids)
+      if (id == s.id) return &e;
+  return nullptr;
+}
+
+Status PerfDataReader::handle_pipe_record(const perf_event_header& h, std::span<const uint8_t> payload) {
+  ByteReader r(payload, "pipe record");
+  if (h.type == kRecordHeaderAttr) {
+    if (payload.size() < PERF_ATTR_SIZE_VER0) return Error("attr record is too short");
+    EventDesc e;
+    uint32_t size = 0;
+    std::memcpy(&size, payload.data() + offsetof(perf_event_attr, size), sizeof size);
+    if (size < PERF_ATTR_SIZE_VER0 || size > payload.size()) return Error("attr record has a bad attr size");
+    std::memcpy(&e.attr, payload.data(), std::min<size_t>(size, sizeof e.attr));
+    OFFWAKE_TRY(check_sample_type(e.attr.sample_type));
+    size_t nr = (payload.size() - size) / 8;
+    e.ids.resize(nr);
+    if (nr) std::memcpy(e.ids.data(), payload.data() + size, nr * 8);
+    events_.push_back(std::move(e));
+    return ok_status();
+  }
+  if (h.type == kRecordHeaderFeature) {
+    uint64_t feat = 0;
+    OFFWAKE_TRY(r.read(feat));
+    if (feat == 0 || feat >= kFeatBits) return Error("feature record has a bad feature id");
+    OFFWAKE_TRY(decode_feature(static_cast<int>(feat), payload.subspan(8), info_));
+    name_events();
+    return ok_status();
+  }
+  return ok_status();  // other pipe-only records carry nothing this reader uses
+}
+
+Result<std::optional<Record>> PerfDataReader::next() {
+  for (;;) {
+    if (mode_ == Mode::kFile && offset_ >= data_end_) return std::optional<Record>{};
+    perf_event_header h{};
+    const uint64_t at = offset_;
+    if (mode_ == Mode::kFile) {
+      if (data_end_ - offset_ < sizeof h) return Error(what_ + ": truncated record at offset " + hex(at));
+      OFFWAKE_TRY(src_->pread(&h, sizeof h, offset_));
+    } else {
+      bool eof = false;
+      OFFWAKE_TRY(read_exact(&h, sizeof h, &eof));
+      if (eof) return std::optional<Record>{};
+    }
+    if (h.size < sizeof h) return Error(what_ + ": record at offset " + hex(at) + " has size " + std::to_string(h.size));
+    record_.resize(h.size - sizeof h);
+    if (mode_ == Mode::kFile) {
+      if (h.size > data_end_ - offset_) return Error(what_ + ": record at offset " + hex(at) + " overruns the data section");
+      if (!record_.empty()) OFFWAKE_TRY(src_->pread(record_.data(), record_.size(), offset_ + sizeof h));
+    } else {
+      offset_ += sizeof h;
+      OFFWAKE_TRY(read_exact(record_.data(), record_.size(), nullptr));
+      offset_ -= sizeof h;
+    }
+    offset_ += h.size;
+
+    if (mode_ == Mode::kPipe && (h.type == kRecordHeaderAttr || h.type == kRecordHeaderFeature ||
+                                 h.type == kRecordHeaderBuildId || h.type == 65 || h.type == 66)) {
+      auto s = handle_pipe_record(h, record_);
+      if (!s) return s.error().context(what_ + ": record at offset " + hex(at));
+      continue;
+    }
+    if (events_.empty()) return Error(what_ + ": data record before any event description");
+    Result<Record> rec = Error("");
+    if (h.type == PERF_RECORD_SAMPLE) {
+      const perf_event_attr* attr = &events_[0].attr;
+      if (events_.size() > 1) {
+        uint64_t id = 0;
+        if (!(attr->sample_type & PERF_SAMPLE_IDENTIFIER) || record_.size() < 8)
+          return Error(what_ + ": sample at offset " + hex(at) + " has no identifier");
+        std::memcpy(&id, record_.data(), 8);
+        SampleRecord probe;
+        probe.id = id;
+        const EventDesc* e = event_for(probe);
+        if (!e) return Error(what_ + ": sample at offset " + hex(at) + " has unknown id " + std::to_string(id));
+        attr = &e->attr;
+      }
+      auto s = decode_sample(*attr, h.misc, record_);
+      rec = s ? Result<Record>(Record{std::move(s).value()}) : Result<Record>(s.error());
+    } else {
+      rec = decode_record(events_[0].attr, h, record_);
+    }
+    if (!rec) return rec.error().context(what_ + ": record at offset " + hex(at));
+    return std::optional<Record>(std::move(rec).value());
+  }
+}
+
+}  // namespace offwake::perfdata

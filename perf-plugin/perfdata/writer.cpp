@@ -1,0 +1,211 @@
+#include "perfdata/writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "perfdata/format.h"
+#include "perfdata/record_encoder.h"
+#include "perfdata/sample_encoder.h"
+
+namespace offwake::perfdata {
+
+Result<PerfDataWriter> PerfDataWriter::create_file(const std::string& path,
+                                                   std::vector<EventDesc> events, HostInfo host) {
+  std::string temp = path + ".tmp." + std::to_string(getpid());
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::from_errno("creating " + temp);
+  auto sink = std::make_unique<FdSink>(std::move(fd), temp, true);
+  auto w = create(std::move(sink), Mode::kFile, std::move(events), std::move(host));
+  if (!w) {
+    ::unlink(temp.c_str());
+    return w.error();
+  }
+  w->final_path_ = path;
+  w->temp_path_ = temp;
+  return w;
+}
+
+Result<PerfDataWriter> PerfDataWriter::create_pipe(UniqueFd fd, std::vector<EventDesc> events,
+                                                   HostInfo host) {
+  auto sink = std::make_unique<FdSink>(std::move(fd), "output pipe", false);
+  return create(std::move(sink), Mode::kPipe, std::move(events), std::move(host));
+}
+
+Result<PerfDataWriter> PerfDataWriter::create(std::unique_ptr<ByteSink> sink, Mode mode,
+                                              std::vector<EventDesc> events, HostInfo host) {
+  if (events.empty()) return Error("perf.data needs at least one event", EINVAL);
+  if (mode == Mode::kFile && !sink->seekable())
+    return Error("file mode needs a seekable output; use pipe mode", ESPIPE);
+  PerfDataWriter w;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const perf_event_attr& a = events[i].attr;
+    OFFWAKE_TRY(check_sample_type(a.sample_type));
+    // Non-sample records carry one sample_id trailer that every reader parses with the
+    // first event's layout, so all events must agree on it.
+    if ((a.sample_type & kSampleIdBits) != (events[0].attr.sample_type & kSampleIdBits) ||
+        a.sample_id_all != events[0].attr.sample_id_all)
+      return Error("event '" + events[i].name + "' has a different sample_id layout", EINVAL);
+    if (events.size() > 1 && !(a.sample_type & PERF_SAMPLE_IDENTIFIER))
+      return Error("event '" + events[i].name + "' needs PERF_SAMPLE_IDENTIFIER", EINVAL);
+    for (uint64_t id : events[i].ids) {
+      if (!w.event_by_id_.emplace(id, i).second)
+        return Error("sample id " + std::to_string(id) + " is used twice", EINVAL);
+    }
+  }
+  w.sink_ = std::move(sink);
+  w.mode_ = mode;
+  w.events_ = std::move(events);
+  w.host_ = std::move(host);
+  OFFWAKE_TRY(w.begin());
+  return w;
+}
+
+PerfDataWriter::PerfDataWriter(PerfDataWriter&&) noexcept = default;
+PerfDataWriter& PerfDataWriter::operator=(PerfDataWriter&&) noexcept = default;
+
+PerfDataWriter::~PerfDataWriter() {
+  if (!closed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+}
+
+Status PerfDataWriter::begin() {
+  if (mode_ == Mode::kPipe) {
+    ByteWriter w;
+    w.put(PipeHeader{kMagic, sizeof(PipeHeader)});
+    for (const auto& e : events_) {
+      auto attr = encode_header_attr(e);
+      if (!attr) return attr.error();
+      w.put_bytes(attr->data(), attr->size());
+    }
+    FeatureSections features = encode_host_features(host_);
+    features[kFeatEventDesc] = encode_event_desc(events_);
+    for (const auto& [bit, section] : features) {
+      auto rec = encode_header_feature(bit, section);
+      if (!rec) return rec.error();
+      w.put_bytes(rec->data(), rec->size());
+    }
+    return sink_->write(w.bytes());
+  }
+  // File mode: a zeroed header (no magic until close()), then ids and attrs.
+  ByteWriter w;
+  w.put_zeros(sizeof(FileHeader));
+  std::vector<uint64_t> id_offsets;
+  for (const auto& e : events_) {
+    id_offsets.push_back(w.size());
+    for (uint64_t id : e.ids) w.put<uint64_t>(id);
+  }
+  for (size_t i = 0; i < events_.size(); ++i) {
+    perf_event_attr attr = events_[i].attr;
+    attr.size = kAttrSize;
+    w.put_bytes(&attr, kAttrSize);
+    w.put(FileSection{id_offsets[i], events_[i].ids.size() * sizeof(uint64_t)});
+  }
+  data_offset_ = w.size();
+  return sink_->write(w.bytes());
+}
+
+Result<const perf_event_attr*> PerfDataWriter::attr_for(uint64_t id) const {
+  if (events_.size() == 1) return &events_[0].attr;
+  auto it = event_by_id_.find(id);
+  if (it == event_by_id_.end()) return Error("sample id " + std::to_string(id) + " names no event");
+  return &events_[it->second].attr;
+}
+
+Status PerfDataWriter::emit(Result<Bytes> record) {
+  if (!record) return record.error();
+  if (closed_) return Error("writing after close");
+  ++stats_.records;
+  return sink_->write(*record);
+}
+
+Status PerfDataWriter::write(const SampleRecord& r) {
+  auto attr = attr_for(r.id);
+  if (!attr) return attr.error();
+  ++stats_.samples;
+  if (r.time) {
+    first_time_ = std::min(first_time_, r.time);
+    last_time_ = std::max(last_time_, r.time);
+  }
+  return emit(encode_sample(**attr, r));
+}
+
+Status PerfDataWriter::write(const CommRecord& r) { return emit(encode_comm(events_[0].attr, r)); }
+
+Status PerfDataWriter::write(const Mmap2Record& r) {
+  if (!r.build_id.empty()) {
+    add_build_id(BuildIdEntry{-1, r.cpumode, r.build_id, r.filename});
+  }
+  return emit(encode_mmap2(events_[0].attr, r));
+}
+
+Status PerfDataWriter::write(const TaskRecord& r) { return emit(encode_task(events_[0].attr, r)); }
+Status PerfDataWriter::write(const LostRecord& r) { return emit(encode_lost(events_[0].attr, r)); }
+Status PerfDataWriter::write(const LostSamplesRecord& r) {
+  return emit(encode_lost_samples(events_[0].attr, r));
+}
+Status PerfDataWriter::finished_round() { return emit(encode_finished_round()); }
+Status PerfDataWriter::finished_init() { return emit(encode_finished_init()); }
+
+Status PerfDataWriter::write(const Record& r) {
+  return std::visit(
+      [&](const auto& rec) -> Status {
+        using T = std::decay_t<decltype(rec)>;
+        if constexpr (std::is_same_v<T, FinishedRoundRecord>) return finished_round();
+        else if constexpr (std::is_same_v<T, FinishedInitRecord>) return finished_init();
+        else if constexpr (std::is_same_v<T, OtherRecord>)
+          return Error("record type " + std::to_string(rec.type) + " cannot be re-encoded", EINVAL);
+        else return write(rec);
+      },
+      r);
+}
+
+void PerfDataWriter::add_build_id(const BuildIdEntry& entry) {
+  if (entry.build_id.empty()) return;
+  if (build_id_seen_.emplace(entry.filename, entry.build_id.hex()).second)
+    build_ids_.push_back(entry);
+}
+
+Status PerfDataWriter::close() {
+  if (closed_) return ok_status();
+  if (mode_ == Mode::kPipe) {
+    OFFWAKE_TRY(sink_->flush());
+    stats_.bytes = sink_->position();
+    closed_ = true;
+    return ok_status();
+  }
+  const uint64_t data_end = sink_->position();
+  FeatureSections features = encode_host_features(host_);
+  features[kFeatEventDesc] = encode_event_desc(events_);
+  if (!build_ids_.empty()) features[kFeatBuildId] = encode_build_ids(build_ids_);
+  if (first_time_ != UINT64_MAX) features[kFeatSampleTime] = encode_sample_time(first_time_, last_time_);
+
+  FileHeader header{};
+  header.magic = kMagic;
+  header.size = sizeof(FileHeader);
+  header.attr_size = kAttrSize + sizeof(FileSection);
+  header.attrs = {data_offset_ - events_.size() * header.attr_size, events_.size() * header.attr_size};
+  header.data = {data_offset_, data_end - data_offset_};
+
+  ByteWriter table, payload;
+  uint64_t payload_offset = data_end + features.size() * sizeof(FileSection);
+  for (const auto& [bit, section] : features) {
+    header.features[bit / 64] |= uint64_t{1} << (bit % 64);
+    table.put(FileSection{payload_offset + payload.size(), section.size()});
+    payload.put_bytes(section.data(), section.size());
+  }
+  OFFWAKE_TRY(sink_->write(table.bytes()));
+  OFFWAKE_TRY(sink_->write(payload.bytes()));
+  stats_.bytes = sink_->position();
+  const auto* hp = reinterpret_cast<const uint8_t*>(&header);
+  OFFWAKE_TRY(sink_->write_at(0, std::span(hp, sizeof header)));
+  OFFWAKE_TRY(sink_->flush());
+  if (!temp_path_.empty()) {
+    if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0)
+      return Error::from_errno("renaming " + temp_path_ + " to " + final_path_);
+  }
+  closed_ = true;
+  return ok_status();
+}
+
+}  // namespace offwake::perfdata

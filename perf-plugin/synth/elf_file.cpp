@@ -1,0 +1,104 @@
+#include "synth/elf_file.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include <cstring>
+
+namespace offwake {
+
+void ElfFile::ElfCloser::operator()(Elf* e) const { elf_end(e); }
+
+perfdata::BuildId parse_build_id_note(const uint8_t* data, size_t size) {
+  constexpr uint32_t kNtGnuBuildId = 3;
+  perfdata::BuildId id;
+  size_t pos = 0;
+  while (pos + 12 <= size) {
+    uint32_t namesz, descsz, type;
+    std::memcpy(&namesz, data + pos, 4);
+    std::memcpy(&descsz, data + pos + 4, 4);
+    std::memcpy(&type, data + pos + 8, 4);
+    pos += 12;
+    size_t name_at = pos;
+    pos += (namesz + 3) & ~size_t{3};
+    size_t desc_at = pos;
+    pos += (descsz + 3) & ~size_t{3};
+    if (pos > size) break;
+    if (type == kNtGnuBuildId && namesz == 4 && std::memcmp(data + name_at, "GNU", 4) == 0) {
+      id.size = static_cast<uint8_t>(std::min<size_t>(descsz, id.bytes.size()));
+      std::memcpy(id.bytes.data(), data + desc_at, id.size);
+      return id;
+    }
+  }
+  return id;
+}
+
+Result<ElfFile> ElfFile::open(const std::string& path) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return Error("libelf: version mismatch");
+  ElfFile f;
+  f.path_ = path;
+  f.fd_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f.fd_.valid()) return Error::from_errno("opening " + path);
+  f.elf_.reset(elf_begin(f.fd_.get(), ELF_C_READ_MMAP, nullptr));
+  if (!f.elf_ || elf_kind(f.elf_.get()) != ELF_K_ELF)
+    return Error(path + ": not an ELF file");
+  auto s = f.load();
+  if (!s) return s.error().context(path);
+  return f;
+}
+
+Status ElfFile::load() {
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf_.get(), &eh)) return Error(std::string("ELF header: ") + elf_errmsg(-1));
+  pie_ = eh.e_type == ET_DYN;
+  size_t nphdr = 0;
+  if (elf_getphdrnum(elf_.get(), &nphdr) != 0) return Error("ELF program headers unreadable");
+  for (size_t i = 0; i < nphdr; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf_.get(), static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
+    segments_.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset, (ph.p_flags & PF_X) != 0});
+  }
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf_.get(), scn)) != nullptr) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (!d || !d->d_buf) continue;
+    auto id = parse_build_id_note(static_cast<const uint8_t*>(d->d_buf), d->d_size);
+    if (!id.empty()) {
+      build_id_ = id;
+      break;
+    }
+  }
+  return ok_status();
+}
+
+std::optional<ElfSymbol> ElfFile::find_function(const std::string& name) const {
+  for (uint32_t table : {SHT_SYMTAB, SHT_DYNSYM}) {
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(elf_.get(), scn)) != nullptr) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh) || sh.sh_type != table || sh.sh_entsize == 0) continue;
+      Elf_Data* d = elf_getdata(scn, nullptr);
+      if (!d) continue;
+      size_t n = sh.sh_size / sh.sh_entsize;
+      for (size_t i = 0; i < n; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(d, static_cast<int>(i), &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+        const char* s = elf_strptr(elf_.get(), sh.sh_link, sym.st_name);
+        if (s && name == s && sym.st_value) return ElfSymbol{name, sym.st_value, sym.st_size};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> ElfFile::file_offset_of(uint64_t vaddr) const {
+  for (const auto& seg : segments_) {
+    if (vaddr >= seg.vaddr && vaddr < seg.vaddr + seg.memsz) return vaddr - seg.vaddr + seg.offset;
+  }
+  return std::nullopt;
+}
+
+}  // namespace offwake

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs everything perf-offwake needs to build and test on Debian 12, from nothing.
+# Idempotent: a second run with everything present does no network work and no rebuild.
+#   usage: scripts/install-deps.sh [PREFIX]   (PREFIX defaults to build/deps)
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+prefix=${1:-$top/build/deps}
+kver=6.12
+
+packages=(
+  build-essential cmake pkg-config make xz-utils
+  clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev
+  libtraceevent-dev python3 python3-dev libgtest-dev
+  linux-perf "linux-source-$kver" binutils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# libperf is not packaged in Debian 12: build it from the kernel source package's tools/.
+if [ ! -f "$prefix/lib64/libperf.a" ] || [ ! -f "$prefix/lib64/libapi.a" ] || [ ! -f "$prefix/include/perf/evlist.h" ]; then
+  src=$prefix/src
+  mkdir -p "$src"
+  if [ ! -d "$src/linux-source-$kver/tools/lib/perf" ]; then
+    echo "install-deps: extracting tools/ from linux-source-$kver"
+    tar -C "$src" -xJf "/usr/src/linux-source-$kver.tar.xz" "linux-source-$kver/tools"
+  fi
+  echo "install-deps: building libperf into $prefix"
+  make -s -C "$src/linux-source-$kver/tools/lib/perf" DESTDIR="$prefix" prefix=/ \
+    install_headers install_lib >/dev/null
+  # libperf.a leaves its fdarray helpers to libapi.a, built alongside it but not installed.
+  install -m 0644 "$src/linux-source-$kver/tools/lib/api/libapi.a" "$prefix/lib64/libapi.a"
+fi
+
+# tracefs is needed by perf and by tracepoint attachment; it is not mounted at boot here.
+if [ "$(id -u)" -eq 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+fi
+echo "install-deps: ok"
