@@ -9,8 +9,11 @@
 
 namespace offwake {
 
+int run_record(const std::vector<std::string>& args);
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"record", "Record off-CPU time with blocked and waker stacks into perf.data", run_record},
   };
   return table;
 }

@@ -179,6 +179,7 @@ Status PerfDataWriter::close() {
   features[kFeatEventDesc] = encode_event_desc(events_);
   if (!build_ids_.empty()) features[kFeatBuildId] = encode_build_ids(build_ids_);
   if (first_time_ != UINT64_MAX) features[kFeatSampleTime] = encode_sample_time(first_time_, last_time_);
+  for (const auto& [bit, section] : extra_features_) features[bit] = section;
 
   FileHeader header{};
   header.magic = kMagic;

@@ -55,10 +55,15 @@ class PerfDataWriter {
   // A binary the samples refer to, e.g. the kernel's build id for "[kernel.kallsyms]".
   void add_build_id(const BuildIdEntry& entry);
 
+  // An extra feature section, written by close() in file mode (perf warns about features it
+  // does not know in pipe mode, so they are not streamed).
+  void add_feature(int bit, Bytes section) { extra_features_[bit] = std::move(section); }
+
   // File mode: feature sections, header, rename. Pipe mode: flush.
   Status close();
 
   const WriterStats& stats() const { return stats_; }
+  Mode mode() const { return mode_; }
   const std::vector<EventDesc>& events() const { return events_; }
   // The sink, for tests that write to memory.
   const ByteSink& sink() const { return *sink_; }
@@ -74,6 +79,7 @@ class PerfDataWriter {
   std::vector<EventDesc> events_;
   std::map<uint64_t, size_t> event_by_id_;
   HostInfo host_;
+  FeatureSections extra_features_;
   std::vector<BuildIdEntry> build_ids_;
   std::set<std::pair<std::string, std::string>> build_id_seen_;  // (filename, hex)
   uint64_t data_offset_ = 0;

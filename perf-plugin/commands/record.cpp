@@ -1,0 +1,318 @@
+// perf offwake record: BPF on the scheduler tracepoints aggregates blocked time by
+// (blocked thread, its stacks, waker, waker's stacks); libperf tracks COMM/MMAP2/FORK/EXIT;
+// at the end every aggregate becomes an offwake-time sample and its offwake-waker sample.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "bpf/libbpf_log.h"
+#include "bpf/offwake_loader.h"
+#include "commands/command.h"
+#include "commands/options.h"
+#include "perfdata/writer.h"
+#include "record/aggregate_samples.h"
+#include "record/offwake_events.h"
+#include "record/record_stats.h"
+#include "record/workload.h"
+#include "synth/host_info.h"
+#include "synth/kernel_maps.h"
+#include "synth/proc_maps.h"
+#include "tracking/tracking_events.h"
+
+namespace offwake {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct RecordOptions {
+  bool all_cpus = false;
+  std::vector<uint32_t> pids;
+  uint64_t tid = 0;
+  std::string output;
+  bool user_only = false, kernel_only = false;
+  std::string state = "SD";
+  double min_block_us = 0, max_block_us = 0;
+  std::string cgroup;
+  double duration = 0;
+  uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0;
+  bool verbose = false, quiet = false;
+};
+
+Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    unsigned long v = strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end || v == 0 || v > 0x3fffffff) return Error("'" + item + "' is not a pid", EINVAL);
+    out.push_back(static_cast<uint32_t>(v));
+  }
+  return ok_status();
+}
+
+Result<uint32_t> parse_state(const std::string& s) {
+  uint32_t mask = 0;
+  for (char c : s) {
+    if (c == 'S') mask |= OFFWAKE_STATE_INTERRUPTIBLE;
+    else if (c == 'D') mask |= OFFWAKE_STATE_UNINTERRUPTIBLE;
+    else return Error("--state takes S, D or SD, not '" + s + "'", EINVAL);
+  }
+  if (!mask) return Error("--state takes S, D or SD", EINVAL);
+  return mask;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+// The recording, with its resources in set-up order (torn down in reverse).
+class Recorder {
+ public:
+  explicit Recorder(const RecordOptions& o) : opt_(o) {}
+  Status run(const std::vector<std::string>& command, const std::vector<std::string>& argv);
+  const RecordStats& stats() const { return stats_; }
+  int workload_status() const { return workload_status_; }
+
+ private:
+  Result<bpf::LoaderOptions> loader_options() const;
+  Status drain_tracking();
+  Status write_aggregates();
+
+  const RecordOptions& opt_;
+  std::optional<Workload> workload_;
+  std::optional<bpf::OffwakeBpf> bpf_;
+  std::optional<TrackingEvents> tracking_;
+  std::optional<perfdata::PerfDataWriter> writer_;
+  OffwakeEventIds ids_;
+  RecordStats stats_;
+  int workload_status_ = 0;
+};
+
+Result<bpf::LoaderOptions> Recorder::loader_options() const {
+  bpf::LoaderOptions lo;
+  if (workload_ && !opt_.all_cpus) {
+    lo.tgids = {static_cast<uint32_t>(workload_->pid())};
+    lo.follow_forks = true;
+  }
+  for (uint32_t pid : opt_.pids) lo.tgids.push_back(pid);
+  lo.tid = static_cast<uint32_t>(opt_.tid);
+  lo.user_threads_only = opt_.user_only;
+  lo.kernel_threads_only = opt_.kernel_only;
+  auto mask = parse_state(opt_.state);
+  if (!mask) return mask.error();
+  lo.state_mask = *mask;
+  lo.min_block_ns = static_cast<uint64_t>(opt_.min_block_us * 1000);
+  lo.max_block_ns = static_cast<uint64_t>(opt_.max_block_us * 1000);
+  lo.cgroup_path = opt_.cgroup;
+  lo.stack_map_entries = static_cast<uint32_t>(opt_.stack_entries);
+  lo.aggregate_entries = static_cast<uint32_t>(opt_.map_entries);
+  lo.max_stack_depth = static_cast<uint32_t>(opt_.max_stack);
+  return lo;
+}
+
+Status Recorder::drain_tracking() {
+  return tracking_->drain([&](const perfdata::Record& r) { return writer_->write(r); });
+}
+
+Status Recorder::run(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
+  for (uint32_t pid : opt_.pids)
+    if (!exists("/proc/" + std::to_string(pid))) return Error("process " + std::to_string(pid) + " does not exist", ESRCH);
+  if (opt_.tid && !exists("/proc/" + std::to_string(opt_.tid)))
+    return Error("thread " + std::to_string(opt_.tid) + " does not exist", ESRCH);
+
+  if (!command.empty()) {
+    auto w = Workload::prepare(command);
+    if (!w) return w.error();
+    workload_.emplace(std::move(w).value());
+  }
+  auto lo = loader_options();
+  if (!lo) return lo.error();
+  auto bpf = bpf::OffwakeBpf::load(*lo);
+  if (!bpf) return bpf.error();
+  bpf_.emplace(std::move(bpf).value());
+
+  auto tracking = TrackingEvents::open();
+  if (!tracking) return tracking.error();
+  tracking_.emplace(std::move(tracking).value());
+
+  std::vector<perfdata::EventDesc> events = offwake_events(ids_ = pick_event_ids({tracking_->event()}));
+  events.push_back(tracking_->event());
+  auto host = collect_host_info(argv);
+  bool pipe = opt_.output == "-";
+  auto writer = pipe ? perfdata::PerfDataWriter::create_pipe(UniqueFd(dup(STDOUT_FILENO)), events, host)
+                     : perfdata::PerfDataWriter::create_file(opt_.output, events, host);
+  if (!writer) return writer.error();
+  writer_.emplace(std::move(writer).value());
+
+  // Tracking first, then what already exists: a mapping made in between is seen twice,
+  // never missed.
+  tracking_->enable();
+  auto kallsyms = Kallsyms::load();
+  if (!kallsyms) return kallsyms.error();
+  auto kmap = kernel_mmap(*kallsyms);
+  if (!kmap) return kmap.error();
+  OFFWAKE_TRY(writer_->write(*kmap));
+  writer_->add_build_id(kernel_build_id_entry());
+  BuildIdCache build_ids;
+  OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) { return writer_->write(r); }));
+  OFFWAKE_TRY(writer_->finished_init());
+
+  OFFWAKE_TRY(bpf_->attach());
+  const uint64_t start = monotonic_ns();
+  if (workload_) OFFWAKE_TRY(workload_->start());
+
+  const uint64_t deadline = opt_.duration > 0 ? start + static_cast<uint64_t>(opt_.duration * 1e9) : 0;
+  while (!g_stop) {
+    tracking_->poll(100);
+    OFFWAKE_TRY(drain_tracking());
+    OFFWAKE_TRY(writer_->finished_round());
+    if (workload_ && workload_->exited()) break;
+    if (deadline && monotonic_ns() >= deadline) break;
+  }
+  bpf_->detach();
+  stats_.duration_ns = monotonic_ns() - start;
+  if (workload_) {
+    if (!workload_->exited()) {
+      workload_->terminate();
+      workload_->wait();
+    }
+    workload_status_ = workload_->exit_status();
+  }
+  tracking_->disable();
+  OFFWAKE_TRY(drain_tracking());
+  OFFWAKE_TRY(write_aggregates());
+  OFFWAKE_TRY(writer_->close());
+  stats_.bytes = writer_->stats().bytes;
+  stats_.output = pipe ? "(pipe)" : opt_.output;
+  return ok_status();
+}
+
+Status Recorder::write_aggregates() {
+  auto aggregates = bpf_->read_aggregates();
+  if (!aggregates) return aggregates.error();
+  auto counters = bpf_->read_counters();
+  if (!counters) return counters.error();
+  auto misses = bpf_->recursion_misses();
+  auto stacks = bpf_->stack_trace_map();
+  if (!stacks) return stacks.error();
+
+  const uint64_t time = monotonic_ns();
+  for (const PseudoWaker& p : kPseudoWakers) {
+    perfdata::CommRecord c;
+    c.pid = c.tid = p.tid;
+    c.comm = p.comm;
+    c.sample_id = {p.tid, p.tid, time, ids_.waker, 0, 0};
+    OFFWAKE_TRY(writer_->write(c));
+  }
+  AggregateSamples convert(*stacks, ids_);
+  for (const auto& a : *aggregates) {
+    auto [blocked, waker] = convert.convert(a, time);
+    OFFWAKE_TRY(writer_->write(blocked));
+    OFFWAKE_TRY(writer_->write(waker));
+    stats_.blocked_ns += a.value.total_ns;
+  }
+  stats_.keys = aggregates->size();
+  stats_.counters = *counters;
+  stats_.recursion_misses = misses ? *misses : 0;
+  stats_.kernel_lookup_failed = convert.kernel_losses().lookup_failed;
+  stats_.user_lookup_failed = convert.user_losses().lookup_failed;
+  stats_.tracking_undecodable = tracking_->undecodable();
+
+  // Blocks that never became a sample are lost samples of offwake-time, as perf counts them.
+  if (uint64_t lost = stats_.lost_blocks()) {
+    perfdata::LostSamplesRecord l;
+    l.lost = lost;
+    l.sample_id.id = ids_.time;
+    l.sample_id.time = time;
+    OFFWAKE_TRY(writer_->write(l));
+  }
+  if (writer_->mode() == perfdata::Mode::kFile) writer_->add_feature(kFeatOffwakeStats, stats_.encode());
+  return ok_status();
+}
+
+int cmd_record(const std::vector<std::string>& args) {
+  RecordOptions o;
+  std::vector<Option> table = {
+      flag_option('a', "all-cpus", &o.all_cpus, "system-wide collection (the default without -p, -t or a command)"),
+      callback_option('p', "pid", "pid[,pid]", [&](const std::string& v) { return parse_pid_list(v, o.pids); },
+                      "record the blocking of these processes (wakers may be anyone)"),
+      uint_option('t', "tid", "tid", &o.tid, "record the blocking of this thread only"),
+      string_option('o', "output", "file", &o.output, "output file name ('-' for a pipe); default perf.data"),
+      flag_option('u', "user-threads-only", &o.user_only, "only user threads block"),
+      flag_option(0, "kernel-threads-only", &o.kernel_only, "only kernel threads block"),
+      string_option(0, "state", "S|D|SD", &o.state, "task states that count as blocked (default SD)"),
+      double_option(0, "min-block", "usecs", &o.min_block_us, "ignore blocks shorter than this"),
+      double_option(0, "max-block", "usecs", &o.max_block_us, "ignore blocks longer than this"),
+      string_option('G', "cgroup", "path", &o.cgroup, "only tasks in this cgroup v2 directory (and below)"),
+      double_option(0, "duration", "secs", &o.duration, "stop after this many seconds"),
+      uint_option(0, "stack-storage-size", "n", &o.stack_entries, "entries of the BPF stack map (default 16384)"),
+      uint_option(0, "map-size", "n", &o.map_entries, "entries of the BPF aggregation map (default 16384)"),
+      uint_option(0, "max-stack", "n", &o.max_stack, "frames per stack (default kernel.perf_event_max_stack)"),
+      flag_option('v', "verbose", &o.verbose, "be more verbose (libbpf's messages)"),
+      flag_option('q', "quiet", &o.quiet, "do not print the summary"),
+  };
+  const std::vector<std::string> usage = {"perf offwake record [<options>] [-- <command> [<args>]]"};
+  auto parsed = parse_options(args, table, true);
+  if (!parsed) {
+    fprintf(stderr, "perf offwake record: %s (see 'perf offwake record -h')\n", parsed.error().message().c_str());
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    printf("%s", usage_text(usage, table).c_str());
+    return kExitOk;
+  }
+  if (o.output.empty()) {
+    struct stat st {};
+    o.output = (fstat(STDOUT_FILENO, &st) == 0 && S_ISFIFO(st.st_mode)) ? "-" : "perf.data";
+  }
+  if (o.user_only && o.kernel_only) {
+    fprintf(stderr, "perf offwake record: --user-threads-only and --kernel-threads-only exclude each other\n");
+    return kExitUsage;
+  }
+  if (o.max_block_us && o.max_block_us < o.min_block_us) {
+    fprintf(stderr, "perf offwake record: --max-block is below --min-block\n");
+    return kExitUsage;
+  }
+  if (auto m = parse_state(o.state); !m) {
+    fprintf(stderr, "perf offwake record: %s\n", m.error().message().c_str());
+    return kExitUsage;
+  }
+  bpf::set_libbpf_verbosity(o.verbose ? 1 : 0);
+
+  if (o.output != "-" && exists(o.output)) {
+    std::string old = o.output + ".old";
+    if (rename(o.output.c_str(), old.c_str()) != 0) {
+      fprintf(stderr, "perf offwake record: cannot rename %s to %s: %s\n", o.output.c_str(), old.c_str(),
+              strerror(errno));
+      return kExitFailure;
+    }
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::string> argv = {"perf", "offwake"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Recorder rec(o);
+  Status s = rec.run(parsed->rest, argv);
+  if (!s) {
+    fprintf(stderr, "perf offwake record: %s\n", s.error().message().c_str());
+    return kExitFailure;
+  }
+  if (!o.quiet) print_record_summary(stderr, rec.stats());
+  return rec.workload_status();  // like perf record: the workload's exit status
+}
+
+}  // namespace
+
+int run_record(const std::vector<std::string>& args) { return cmd_record(args); }
+
+}  // namespace offwake

@@ -1,0 +1,40 @@
+#include "record/aggregate_samples.h"
+
+namespace offwake {
+
+const PseudoWaker* pseudo_waker(uint32_t flags) {
+  if (flags & OFFWAKE_WAKER_NONE) return &kUnknownWaker;
+  if (flags & OFFWAKE_WAKER_NMI) return &kNmiWaker;
+  if (flags & OFFWAKE_WAKER_HARDIRQ) return &kHardirqWaker;
+  if (flags & OFFWAKE_WAKER_SOFTIRQ) return &kSoftirqWaker;
+  return nullptr;
+}
+
+std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggregate& a,
+                                                                                    uint64_t time) {
+  const offwake_key& k = a.key;
+  perfdata::SampleRecord blocked;
+  blocked.id = ids_.time;
+  blocked.pid = k.tgid;
+  blocked.tid = k.tid;
+  blocked.time = time;
+  blocked.period = a.value.total_ns;
+  blocked.callchain = builder_.build(bpf::blocked_stacks(k));
+  blocked.ip = blocked.callchain.empty() ? 0 : blocked.callchain.frames().front().ip;
+
+  // Interrupt wakers carry the interrupt's kernel stack; they and unknown wakers belong to a
+  // pseudo-thread whose comm names them.
+  perfdata::SampleRecord waker;
+  waker.id = ids_.waker;
+  waker.pid = k.waker_tgid;
+  waker.tid = k.waker_tid;
+  if (const PseudoWaker* p = pseudo_waker(k.waker_flags)) waker.pid = waker.tid = p->tid;
+  waker.time = time;
+  waker.period = a.value.total_ns;
+  waker.callchain = builder_.build(bpf::waker_stacks(k));
+  waker.ip = waker.callchain.empty() ? 0 : waker.callchain.frames().front().ip;
+  if (waker.callchain.empty()) waker.misc = PERF_RECORD_MISC_KERNEL;
+  return {std::move(blocked), std::move(waker)};
+}
+
+}  // namespace offwake

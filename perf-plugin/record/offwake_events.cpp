@@ -1,0 +1,37 @@
+#include "record/offwake_events.h"
+
+#include <algorithm>
+
+#include "tracking/tracking_events.h"
+
+namespace offwake {
+
+static perfdata::EventDesc sample_event(const char* name, uint64_t id) {
+  perfdata::EventDesc e;
+  e.attr.type = PERF_TYPE_SOFTWARE;
+  e.attr.config = PERF_COUNT_SW_BPF_OUTPUT;
+  e.attr.size = sizeof e.attr;
+  e.attr.sample_period = 1;
+  e.attr.sample_type = kSampleIdLayout | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+  e.attr.sample_id_all = 1;
+  e.attr.use_clockid = 1;
+  e.attr.clockid = CLOCK_MONOTONIC;
+  e.name = name;
+  e.ids = {id};
+  return e;
+}
+
+std::vector<perfdata::EventDesc> offwake_events(OffwakeEventIds ids) {
+  return {sample_event(kOffwakeTimeEvent, ids.time), sample_event(kOffwakeWakerEvent, ids.waker)};
+}
+
+OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others) {
+  uint64_t top = 0;
+  for (const auto& e : others)
+    for (uint64_t id : e.ids) top = std::max(top, id);
+  // Far above anything the kernel hands out during one recording.
+  uint64_t base = top + (uint64_t{1} << 32);
+  return {base, base + 1};
+}
+
+}  // namespace offwake

@@ -1,0 +1,119 @@
+#include "tracking/tracking_events.h"
+
+// libperf's headers declare C functions without extern "C".
+extern "C" {
+#include <perf/core.h>
+#include <perf/cpumap.h>
+#include <perf/event.h>
+#include <perf/evlist.h>
+#include <perf/evsel.h>
+#include <perf/mmap.h>
+#include <perf/threadmap.h>
+}
+#include <time.h>
+
+#include <cstdarg>
+#include <cstring>
+
+#include "perfdata/record_encoder.h"
+
+namespace offwake {
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void TrackingEvents::EvlistDeleter::operator()(perf_evlist* e) const {
+  perf_evlist__munmap(e);
+  perf_evlist__close(e);
+  perf_evlist__delete(e);  // also deletes its evsels
+}
+void TrackingEvents::CpusDeleter::operator()(perf_cpu_map* c) const { perf_cpu_map__put(c); }
+void TrackingEvents::ThreadsDeleter::operator()(perf_thread_map* t) const { perf_thread_map__put(t); }
+
+TrackingEvents::TrackingEvents(TrackingEvents&&) noexcept = default;
+TrackingEvents& TrackingEvents::operator=(TrackingEvents&&) noexcept = default;
+TrackingEvents::~TrackingEvents() = default;
+
+static int libperf_quiet(enum libperf_print_level, const char*, va_list) { return 0; }
+
+Result<TrackingEvents> TrackingEvents::open(unsigned mmap_pages) {
+  libperf_init(libperf_quiet);
+  TrackingEvents t;
+  perf_event_attr& a = t.event_.attr;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_DUMMY;
+  a.size = sizeof a;
+  a.sample_period = 1;
+  a.sample_type = kSampleIdLayout;
+  a.read_format = PERF_FORMAT_ID;
+  a.sample_id_all = 1;
+  a.comm = 1;
+  a.comm_exec = 1;
+  a.mmap = 1;
+  a.mmap2 = 1;
+  a.build_id = 1;
+  a.task = 1;
+  a.disabled = 1;
+  a.watermark = 1;
+  a.wakeup_watermark = 64 * 1024;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  t.event_.name = "dummy:u";
+
+  t.cpus_.reset(perf_cpu_map__new_online_cpus());
+  t.threads_.reset(perf_thread_map__new_dummy());
+  t.evlist_.reset(perf_evlist__new());
+  if (!t.cpus_ || !t.threads_ || !t.evlist_) return Error("libperf: out of memory", ENOMEM);
+  perf_evsel* evsel = perf_evsel__new(&a);
+  if (!evsel) return Error("libperf: out of memory", ENOMEM);
+  perf_evlist__add(t.evlist_.get(), evsel);
+  perf_evlist__set_maps(t.evlist_.get(), t.cpus_.get(), t.threads_.get());
+  if (int err = perf_evlist__open(t.evlist_.get()); err < 0)
+    return Error("opening the tracking event (perf_event_open)", -err);
+  // The kernel's sample id of each CPU's event, as reads with PERF_FORMAT_ID report it.
+  // Read before mmap: once mapped, libperf may answer reads from the mmap page, without id.
+  int nr_cpus = perf_cpu_map__nr(t.cpus_.get());
+  for (int idx = 0; idx < nr_cpus; ++idx) {
+    perf_counts_values counts{};
+    if (int err = perf_evsel__read(evsel, idx, 0, &counts); err < 0)
+      return Error("reading the tracking event's id", -err);
+    t.event_.ids.push_back(counts.id);
+  }
+  if (int err = perf_evlist__mmap(t.evlist_.get(), static_cast<int>(mmap_pages)); err < 0)
+    return Error("mapping the tracking event's ring buffers", -err);
+  a.disabled = 0;
+  return t;
+}
+
+void TrackingEvents::enable() { perf_evlist__enable(evlist_.get()); }
+void TrackingEvents::disable() { perf_evlist__disable(evlist_.get()); }
+void TrackingEvents::poll(int timeout_ms) { perf_evlist__poll(evlist_.get(), timeout_ms); }
+
+Status TrackingEvents::drain(const std::function<Status(const perfdata::Record&)>& emit) {
+  perf_mmap* map;
+  perf_evlist__for_each_mmap(evlist_.get(), map, false) {
+    if (perf_mmap__read_init(map) < 0) continue;  // empty
+    while (union perf_event* ev = perf_mmap__read_event(map)) {
+      const perf_event_header& h = ev->header;
+      std::span<const uint8_t> payload(reinterpret_cast<const uint8_t*>(ev) + sizeof h, h.size - sizeof h);
+      auto rec = perfdata::decode_record(event_.attr, h, payload);
+      perf_mmap__consume(map);
+      if (!rec || std::holds_alternative<perfdata::OtherRecord>(*rec)) {
+        ++undecodable_;
+        continue;
+      }
+      Status s = emit(*rec);
+      if (!s) {
+        perf_mmap__read_done(map);
+        return s;
+      }
+    }
+    perf_mmap__read_done(map);
+  }
+  return ok_status();
+}
+
+}  // namespace offwake
