@@ -48,7 +48,7 @@ Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     unsigned long v = strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end || v == 0 || v > 0x3fffffff) return Error("'" + item + "' is not a pid", EINVAL);
+    if (item.empty() || *end || v == 0 || v > 4194304 /* PID_MAX_LIMIT */) return Error("'" + item + "' is not a pid", EINVAL);
     out.push_back(static_cast<uint32_t>(v));
   }
   return ok_status();
@@ -121,12 +121,12 @@ Status Recorder::drain_tracking() {
 
 Status Recorder::run(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
   for (uint32_t pid : opt_.pids)
-    if (!exists("/proc/" + std::to_string(pid))) return Error("process " + std::to_string(pid) + " does not exist", ESRCH);
+    if (!exists("/proc/" + std::to_string(pid))) return Error("process " + std::to_string(pid) + " does not exist");
   if (opt_.tid && !exists("/proc/" + std::to_string(opt_.tid)))
-    return Error("thread " + std::to_string(opt_.tid) + " does not exist", ESRCH);
+    return Error("thread " + std::to_string(opt_.tid) + " does not exist");
 
   if (!command.empty()) {
-    auto w = Workload::prepare(command);
+    auto w = Workload::prepare(command, opt_.output == "-");
     if (!w) return w.error();
     workload_.emplace(std::move(w).value());
   }

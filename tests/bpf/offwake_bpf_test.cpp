@@ -1,0 +1,409 @@
+// Loads offwake.bpf.c, records a workload that measures its own blocked time, and compares.
+// Needs root (CI runs as root); fails, never skips, without it.
+#include <fcntl.h>
+#include <gelf.h>
+#include <grp.h>
+#include <libelf.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bpf/aggregates.h"
+#include "bpf/libbpf_log.h"
+#include "bpf/offwake_loader.h"
+#include "bpf/stack_trace_map.h"
+#include "util/fd.h"
+
+namespace offwake::bpf {
+namespace {
+
+const std::string kWorkloads = std::string(OFFWAKE_BINARY_DIR) + "/tests/workloads/";
+
+// ---- the workload's own measurement ----
+
+struct Truth {
+  int tid = 0;
+  std::string function;
+  uint64_t blocked_ns = 0;
+  uint64_t count = 0;
+  int waker_tid = 0;
+  std::string waker_function;
+};
+
+std::optional<Truth> parse_truth(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("truth ", 0) != 0) continue;
+    std::map<std::string, std::string> kv;
+    std::istringstream words(line.substr(6));
+    std::string w;
+    while (words >> w) {
+      auto eq = w.find('=');
+      if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    Truth t;
+    t.tid = std::stoi(kv.at("tid"));
+    t.function = kv.at("function");
+    t.blocked_ns = std::stoull(kv.at("blocked_ns"));
+    t.count = std::stoull(kv.at("count"));
+    t.waker_tid = std::stoi(kv.at("waker_tid"));
+    t.waker_function = kv.at("waker_function");
+    return t;
+  }
+  return std::nullopt;
+}
+
+// ---- a workload forked and held until the BPF filter is in place ----
+
+class HeldProcess {
+ public:
+  // Forks; the child waits for release() before it execs `path` with `args`.
+  HeldProcess(const std::string& path, const std::vector<std::string>& args) {
+    int go[2], out[2];
+    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      char c;
+      if (read(go[0], &c, 1) != 1) _exit(126);
+      std::vector<char*> argv{const_cast<char*>(path.c_str())};
+      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(path.c_str(), argv.data());
+      _exit(127);
+    }
+    close(go[0]);
+    close(out[1]);
+    go_.reset(go[1]);
+    out_.reset(out[0]);
+  }
+  ~HeldProcess() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  void release() {
+    char c = 'g';
+    ASSERT_EQ(write(go_.get(), &c, 1), 1);
+    go_.reset();
+  }
+  // Waits for the exit; returns stdout.
+  std::string finish(int* status) {
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(out_.get(), buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+    waitpid(pid_, status, 0);
+    reaped_ = true;
+    return text;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  UniqueFd go_, out_;
+};
+
+// ---- where a function lives: the workloads are non-PIE, so ELF addresses are runtime ones ----
+
+struct Range {
+  uint64_t start = 0, end = 0;
+  bool contains(uint64_t ip) const { return ip >= start && ip < end; }
+};
+
+std::optional<Range> function_range(const std::string& elf_path, const std::string& name) {
+  elf_version(EV_CURRENT);
+  UniqueFd fd(open(elf_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
+  Elf* elf = elf_begin(fd.get(), ELF_C_READ, nullptr);
+  if (!elf) return std::nullopt;
+  std::optional<Range> found;
+  Elf_Scn* scn = nullptr;
+  while (!found && (scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    size_t n = shdr.sh_entsize ? shdr.sh_size / shdr.sh_entsize : 0;
+    for (size_t i = 0; data && i < n; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+      const char* s = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      if (s && name == s) {
+        found = Range{sym.st_value, sym.st_value + sym.st_size};
+        break;
+      }
+    }
+  }
+  elf_end(elf);
+  return found;
+}
+
+bool stack_hits(const std::vector<uint64_t>& frames, const Range& r) {
+  for (uint64_t ip : frames)
+    if (r.contains(ip)) return true;
+  return false;
+}
+
+// ---- one recording ----
+
+struct Recording {
+  Truth truth;
+  std::vector<Aggregate> aggregates;
+  offwake_counters counters{};
+  uint64_t recursion_misses = 0;
+  std::optional<StackTraceMap> stacks;
+};
+
+std::string describe(const offwake_counters& c, uint64_t recursion_misses) {
+  std::ostringstream s;
+  s << "blocks=" << c.blocks << " wakeups=" << c.wakeups << " irq_wakeups=" << c.irq_wakeups
+    << " missed_wakeups=" << c.missed_wakeups << " filtered=" << c.filtered
+    << " storage_failed=" << c.storage_failed << " agg_map_full=" << c.agg_map_full
+    << " unended=" << c.unended_blocks << " recursion_misses=" << recursion_misses;
+  for (int h = 0; h < 2; ++h)
+    s << (h ? " user:" : " kernel:") << " eexist=" << c.stack_collision[h]
+      << " efault=" << c.stack_walk_failed[h] << " full=" << c.stack_map_full[h]
+      << " other=" << c.stack_other_error[h];
+  return s.str();
+}
+
+// Loads with `opts` (tgids set to the workload), runs it to the end, reads everything back.
+void record(const std::string& workload, const std::vector<std::string>& args, LoaderOptions opts,
+            Recording* rec) {
+  HeldProcess proc(kWorkloads + workload, args);
+  ASSERT_GT(proc.pid(), 0);
+  opts.tgids = {static_cast<uint32_t>(proc.pid())};
+  auto bpf = OffwakeBpf::load(opts);
+  ASSERT_TRUE(bpf.ok()) << bpf.error().message();
+  auto attached = bpf->attach();
+  ASSERT_TRUE(attached.ok()) << attached.error().message();
+  proc.release();
+  int status = -1;
+  std::string out = proc.finish(&status);
+  bpf->detach();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << workload << " failed: " << out;
+  auto truth = parse_truth(out);
+  ASSERT_TRUE(truth) << "no truth line in: " << out;
+  rec->truth = *truth;
+
+  auto aggs = bpf->read_aggregates();
+  ASSERT_TRUE(aggs.ok()) << aggs.error().message();
+  rec->aggregates = std::move(aggs).value();
+  auto counters = bpf->read_counters();
+  ASSERT_TRUE(counters.ok()) << counters.error().message();
+  rec->counters = counters.value();
+  auto misses = bpf->recursion_misses();
+  ASSERT_TRUE(misses.ok()) << misses.error().message();
+  rec->recursion_misses = misses.value();
+  auto stacks = bpf->stack_trace_map();
+  ASSERT_TRUE(stacks.ok()) << stacks.error().message();
+  rec->stacks.emplace(std::move(stacks).value());
+}
+
+std::vector<uint64_t> frames_of(const StackTraceMap& map, int64_t id) {
+  if (id < 0) return {};
+  auto f = map.lookup(static_cast<uint32_t>(id));
+  return f.ok() ? f.value() : std::vector<uint64_t>{};
+}
+
+std::string describe(const offwake_key& k, const offwake_value& v) {
+  std::ostringstream s;
+  s << "tid=" << k.tid << " comm=" << comm_string(k.comm) << " state=" << k.state
+    << " kstack=" << k.kern_stack_id << " ustack=" << k.user_stack_id << " waker=" << k.waker_tid
+    << "/" << comm_string(k.waker_comm) << " wflags=" << k.waker_flags
+    << " wkstack=" << k.waker_kern_stack_id << " wustack=" << k.waker_user_stack_id
+    << " total_ns=" << v.total_ns << " count=" << v.count;
+  return s.str();
+}
+
+// The buckets of the truth's thread whose user stack holds the truth's blocking function,
+// checked against the truth: total time within 5%, same count, the right waker.
+void check_against_truth(const std::string& workload, const Recording& rec, bool irq_waker) {
+  const Truth& t = rec.truth;
+  const StackTraceMap& map = *rec.stacks;
+  auto fn = function_range(kWorkloads + workload, t.function);
+  ASSERT_TRUE(fn) << t.function << " not in the symbol table of " << workload;
+  std::optional<Range> waker_fn;
+  if (!irq_waker) {
+    waker_fn = function_range(kWorkloads + workload, t.waker_function);
+    ASSERT_TRUE(waker_fn) << t.waker_function << " not in the symbol table of " << workload;
+  }
+
+  uint64_t total = 0, count = 0, all_count = 0;
+  std::string seen;
+  for (const auto& a : rec.aggregates) {
+    all_count += a.value.count;
+    seen += describe(a.key, a.value) + "\n";
+    if (static_cast<int>(a.key.tid) != t.tid) continue;
+    auto user = frames_of(map, a.key.user_stack_id);
+    if (!stack_hits(user, *fn)) continue;
+    SCOPED_TRACE(describe(a.key, a.value));
+    total += a.value.total_ns;
+    count += a.value.count;
+
+    // Blocked stacks resolve; the kernel one is a real walk.
+    EXPECT_FALSE(frames_of(map, a.key.kern_stack_id).empty());
+    EXPECT_EQ(a.key.state & OFFWAKE_STATE_INTERRUPTIBLE, OFFWAKE_STATE_INTERRUPTIBLE);
+    EXPECT_GT(a.value.max_ns, 0u);
+    EXPECT_LE(a.value.max_ns, a.value.total_ns);
+
+    // The waker.
+    EXPECT_EQ(static_cast<int>(a.key.waker_tid), t.waker_tid);
+    EXPECT_FALSE(frames_of(map, a.key.waker_kern_stack_id).empty());
+    if (irq_waker) {
+      EXPECT_EQ(a.key.waker_flags, OFFWAKE_WAKER_HARDIRQ);
+      EXPECT_EQ(comm_string(a.key.waker_comm), "[hardirq]");
+      EXPECT_EQ(a.key.waker_user_stack_id, OFFWAKE_NO_STACK);
+    } else {
+      EXPECT_EQ(a.key.waker_flags, 0u);
+      auto waker_user = frames_of(map, a.key.waker_user_stack_id);
+      EXPECT_FALSE(waker_user.empty());
+      EXPECT_TRUE(stack_hits(waker_user, *waker_fn)) << "no " << t.waker_function << " in waker stack";
+    }
+  }
+  SCOPED_TRACE("buckets:\n" + seen + "counters: " + describe(rec.counters, rec.recursion_misses));
+  ASSERT_GT(count, 0u) << "no bucket of tid " << t.tid << " with " << t.function << " in its user stack";
+  double error = std::fabs(static_cast<double>(total) - static_cast<double>(t.blocked_ns)) /
+                 static_cast<double>(t.blocked_ns);
+  std::printf("[ accuracy ] %s: truth %llu ns in %llu blocks, recorded %llu ns in %llu blocks, "
+              "error %.3f%%\n",
+              workload.c_str(), static_cast<unsigned long long>(t.blocked_ns),
+              static_cast<unsigned long long>(t.count), static_cast<unsigned long long>(total),
+              static_cast<unsigned long long>(count), error * 100);
+  EXPECT_LT(error, 0.05);
+  EXPECT_EQ(count, t.count);
+
+  // Losses are readable, and nothing was lost in this small recording.
+  const offwake_counters& c = rec.counters;
+  EXPECT_EQ(c.blocks, all_count);
+  EXPECT_EQ(c.agg_map_full, 0u);
+  EXPECT_EQ(c.storage_failed, 0u);
+  EXPECT_EQ(c.missed_wakeups, 0u);
+  EXPECT_EQ(rec.recursion_misses, 0u);
+  EXPECT_EQ(c.stack_collision[OFFWAKE_KERNEL] + c.stack_map_full[OFFWAKE_KERNEL], 0u);
+  EXPECT_GE(c.wakeups, t.count);
+  if (irq_waker) {
+    EXPECT_GE(c.irq_wakeups, t.count);
+  }
+}
+
+TEST(OffwakeBpf, CondvarThreadsBlockedTimeAndWaker) {
+  Recording rec;
+  ASSERT_NO_FATAL_FAILURE(record("wl_condvar", {"-n", "20", "-m", "20"}, {}, &rec));
+  check_against_truth("wl_condvar", rec, false);
+}
+
+TEST(OffwakeBpf, PipeBetweenProcessesFollowsFork) {
+  Recording rec;
+  LoaderOptions opts;
+  opts.follow_forks = true;  // the blocked reader is a child of the traced process
+  ASSERT_NO_FATAL_FAILURE(record("wl_pipe", {"-n", "20", "-m", "20"}, opts, &rec));
+  check_against_truth("wl_pipe", rec, false);
+  EXPECT_GE(rec.counters.forks_followed, 1u);
+}
+
+TEST(OffwakeBpf, TimerSleepIsWokenByHardirq) {
+  Recording rec;
+  ASSERT_NO_FATAL_FAILURE(record("wl_sleep", {"-n", "20", "-m", "20"}, {}, &rec));
+  check_against_truth("wl_sleep", rec, true);
+}
+
+TEST(OffwakeBpf, MinBlockFiltersShortBlocksAndCountsThem) {
+  Recording rec;
+  LoaderOptions opts;
+  opts.min_block_ns = 50'000'000;  // the workload blocks for ~10 ms
+  ASSERT_NO_FATAL_FAILURE(record("wl_sleep", {"-n", "10", "-m", "10"}, opts, &rec));
+  for (const auto& a : rec.aggregates)
+    EXPECT_NE(static_cast<int>(a.key.tid), rec.truth.tid) << describe(a.key, a.value);
+  EXPECT_GE(rec.counters.filtered, rec.truth.count);
+}
+
+TEST(OffwakeBpf, KernelThreadsOnlyExcludesTheWorkload) {
+  Recording rec;
+  LoaderOptions opts;
+  opts.kernel_threads_only = true;
+  ASSERT_NO_FATAL_FAILURE(record("wl_sleep", {"-n", "5", "-m", "5"}, opts, &rec));
+  EXPECT_TRUE(rec.aggregates.empty());
+  EXPECT_EQ(rec.counters.blocks, 0u);
+}
+
+TEST(OffwakeBpf, StateFilterDExcludesInterruptibleSleep) {
+  Recording rec;
+  LoaderOptions opts;
+  opts.state_mask = OFFWAKE_STATE_UNINTERRUPTIBLE;
+  ASSERT_NO_FATAL_FAILURE(record("wl_sleep", {"-n", "5", "-m", "5"}, opts, &rec));
+  for (const auto& a : rec.aggregates) EXPECT_EQ(a.key.state & OFFWAKE_STATE_INTERRUPTIBLE, 0u);
+}
+
+TEST(OffwakeBpf, DrainEmptiesTheMap) {
+  HeldProcess proc(kWorkloads + "wl_sleep", {"-n", "3", "-m", "5"});
+  LoaderOptions opts;
+  opts.tgids = {static_cast<uint32_t>(proc.pid())};
+  auto bpf = OffwakeBpf::load(opts);
+  ASSERT_TRUE(bpf.ok()) << bpf.error().message();
+  ASSERT_TRUE(bpf->attach().ok());
+  proc.release();
+  int status;
+  proc.finish(&status);
+  bpf->detach();
+  auto drained = drain_aggregates(bpf->aggregates_fd());
+  ASSERT_TRUE(drained.ok()) << drained.error().message();
+  EXPECT_FALSE(drained->empty());
+  auto after = bpf->read_aggregates();
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->empty());
+}
+
+TEST(OffwakeBpf, BadOptionsAreRejectedBeforeLoading) {
+  LoaderOptions opts;
+  opts.user_threads_only = opts.kernel_threads_only = true;
+  EXPECT_FALSE(OffwakeBpf::load(opts).ok());
+  opts = {};
+  opts.state_mask = 0;
+  EXPECT_FALSE(OffwakeBpf::load(opts).ok());
+  opts = {};
+  opts.stack_map_entries = 0;
+  EXPECT_FALSE(OffwakeBpf::load(opts).ok());
+}
+
+TEST(OffwakeBpf, WithoutPrivilegesTheErrorSaysWhy) {
+  ASSERT_EQ(geteuid(), 0u) << "this test suite runs as root";
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    auto bpf = OffwakeBpf::load({});
+    std::string msg = bpf.ok() ? "loaded" : bpf.error().message();
+    if (write(p[1], msg.data(), msg.size()) < 0) _exit(3);
+    _exit(0);
+  }
+  close(p[1]);
+  std::string msg;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(p[0], buf, sizeof(buf))) > 0) msg.append(buf, static_cast<size_t>(n));
+  close(p[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_NE(msg.find("needs root"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+}
+
+}  // namespace
+}  // namespace offwake::bpf

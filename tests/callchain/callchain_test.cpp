@@ -1,0 +1,186 @@
+// Callchain conversions: perf's marker-separated ip lists <-> frames, BPF stack halves ->
+// frames, and what a callchain says about its leaf.
+#include "callchain/callchain.h"
+
+#include <gtest/gtest.h>
+#include <linux/perf_event.h>
+
+#include <vector>
+
+namespace offwake {
+namespace {
+
+using Ips = std::vector<uint64_t>;
+
+Callchain make(std::initializer_list<Frame> frames) {
+  Callchain c;
+  for (const Frame& f : frames) c.push(f.ip, f.context);
+  return c;
+}
+
+TEST(CallchainFromPerfIps, KernelThenUser) {
+  Ips ips = {PERF_CONTEXT_KERNEL, 0xffffffff81000010, 0xffffffff81000020,
+             PERF_CONTEXT_USER, 0x401000, 0x402000, 0x403000};
+  auto c = Callchain::from_perf_ips(ips);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(*c, make({{0xffffffff81000010, FrameContext::kKernel},
+                      {0xffffffff81000020, FrameContext::kKernel},
+                      {0x401000, FrameContext::kUser},
+                      {0x402000, FrameContext::kUser},
+                      {0x403000, FrameContext::kUser}}));
+}
+
+TEST(CallchainFromPerfIps, HypervisorMarker) {
+  Ips ips = {PERF_CONTEXT_HV, 0x10, PERF_CONTEXT_KERNEL, 0x20};
+  auto c = Callchain::from_perf_ips(ips);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(*c, make({{0x10, FrameContext::kHypervisor}, {0x20, FrameContext::kKernel}}));
+}
+
+TEST(CallchainFromPerfIps, GuestMarkersAndGuestAnnouncementIsSkipped) {
+  // The kernel writes PERF_CONTEXT_GUEST before a guest's own kernel/user markers.
+  Ips ips = {PERF_CONTEXT_KERNEL, 0x1,
+             PERF_CONTEXT_GUEST,  PERF_CONTEXT_GUEST_KERNEL, 0x2, 0x3,
+             PERF_CONTEXT_GUEST_USER, 0x4};
+  auto c = Callchain::from_perf_ips(ips);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(*c, make({{0x1, FrameContext::kKernel},
+                      {0x2, FrameContext::kGuestKernel},
+                      {0x3, FrameContext::kGuestKernel},
+                      {0x4, FrameContext::kGuestUser}}));
+}
+
+TEST(CallchainFromPerfIps, GuestAnnouncementAloneGivesNoContext) {
+  // PERF_CONTEXT_GUEST is not a context: a frame right after it still has none.
+  Ips ips = {PERF_CONTEXT_GUEST, 0x2};
+  auto c = Callchain::from_perf_ips(ips);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message().find("entry 1"), std::string::npos) << c.error().message();
+}
+
+TEST(CallchainFromPerfIps, EntryBeforeAnyMarkerIsRejected) {
+  Ips ips = {0x401000, PERF_CONTEXT_USER, 0x402000};
+  auto c = Callchain::from_perf_ips(ips);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message().find("entry 0"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("before any context marker"), std::string::npos)
+      << c.error().message();
+}
+
+TEST(CallchainFromPerfIps, UnknownMarkerIsRejected) {
+  for (uint64_t bad : {uint64_t(PERF_CONTEXT_MAX), uint64_t(-1), uint64_t(-100)}) {
+    Ips ips = {PERF_CONTEXT_KERNEL, 0x1, bad, 0x2};
+    auto c = Callchain::from_perf_ips(ips);
+    ASSERT_FALSE(c) << std::hex << bad;
+    EXPECT_NE(c.error().message().find("entry 2"), std::string::npos) << c.error().message();
+    EXPECT_NE(c.error().message().find("unknown context marker"), std::string::npos)
+        << c.error().message();
+  }
+}
+
+TEST(CallchainFromPerfIps, HighestKernelAddressIsAnIpNotAMarker) {
+  // One below PERF_CONTEXT_MAX is still an address.
+  Ips ips = {PERF_CONTEXT_KERNEL, uint64_t(PERF_CONTEXT_MAX) - 1};
+  auto c = Callchain::from_perf_ips(ips);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(*c, make({{uint64_t(PERF_CONTEXT_MAX) - 1, FrameContext::kKernel}}));
+}
+
+TEST(CallchainFromPerfIps, EmptyAndMarkersOnly) {
+  auto empty = Callchain::from_perf_ips({});
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->empty());
+  Ips only_markers = {PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER};
+  auto c = Callchain::from_perf_ips(only_markers);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->empty());
+}
+
+TEST(CallchainToPerfIps, MarkerAtEachContextChange) {
+  Callchain c = make({{0x1, FrameContext::kKernel},
+                      {0x2, FrameContext::kKernel},
+                      {0x3, FrameContext::kUser},
+                      {0x4, FrameContext::kKernel},  // back to kernel: a new marker
+                      {0x5, FrameContext::kGuestUser}});
+  Ips expected = {PERF_CONTEXT_KERNEL, 0x1, 0x2, PERF_CONTEXT_USER, 0x3,
+                  PERF_CONTEXT_KERNEL, 0x4, PERF_CONTEXT_GUEST_USER, 0x5};
+  EXPECT_EQ(c.to_perf_ips(), expected);
+}
+
+TEST(CallchainToPerfIps, FirstFrameAlwaysGetsAMarker) {
+  // The initial "current" context must not suppress the first marker, whatever it is.
+  for (FrameContext ctx : {FrameContext::kUser, FrameContext::kKernel, FrameContext::kHypervisor,
+                           FrameContext::kGuestKernel, FrameContext::kGuestUser}) {
+    Callchain c = make({{0x42, ctx}});
+    EXPECT_EQ(c.to_perf_ips(), (Ips{context_marker(ctx), 0x42}));
+  }
+  EXPECT_TRUE(Callchain().to_perf_ips().empty());
+}
+
+TEST(CallchainToPerfIps, RoundTrips) {
+  Callchain c = make({{0xffffffff81000000, FrameContext::kKernel},
+                      {0x401000, FrameContext::kUser},
+                      {0x10, FrameContext::kHypervisor},
+                      {0x20, FrameContext::kGuestKernel},
+                      {0x30, FrameContext::kGuestUser},
+                      {0x40, FrameContext::kGuestUser}});
+  auto back = Callchain::from_perf_ips(c.to_perf_ips());
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(*back, c);
+}
+
+TEST(CallchainContextMarker, MapsEveryContext) {
+  EXPECT_EQ(context_marker(FrameContext::kKernel), uint64_t(PERF_CONTEXT_KERNEL));
+  EXPECT_EQ(context_marker(FrameContext::kUser), uint64_t(PERF_CONTEXT_USER));
+  EXPECT_EQ(context_marker(FrameContext::kHypervisor), uint64_t(PERF_CONTEXT_HV));
+  EXPECT_EQ(context_marker(FrameContext::kGuestKernel), uint64_t(PERF_CONTEXT_GUEST_KERNEL));
+  EXPECT_EQ(context_marker(FrameContext::kGuestUser), uint64_t(PERF_CONTEXT_GUEST_USER));
+}
+
+TEST(CallchainFromStacks, StopsAtFirstZeroInEachHalf) {
+  Ips kernel = {0xffffffff81000001, 0xffffffff81000002, 0, 0xffffffff81000003};
+  Ips user = {0x401000, 0, 0x402000, 0};
+  Callchain c = Callchain::from_stacks(kernel, user);
+  EXPECT_EQ(c, make({{0xffffffff81000001, FrameContext::kKernel},
+                     {0xffffffff81000002, FrameContext::kKernel},
+                     {0x401000, FrameContext::kUser}}));
+}
+
+TEST(CallchainFromStacks, FullLengthHalvesAndEmptyHalves) {
+  Ips kernel = {0xa, 0xb};
+  Ips user = {0xc};
+  EXPECT_EQ(Callchain::from_stacks(kernel, user),
+            make({{0xa, FrameContext::kKernel}, {0xb, FrameContext::kKernel}, {0xc, FrameContext::kUser}}));
+  EXPECT_EQ(Callchain::from_stacks({}, user), make({{0xc, FrameContext::kUser}}));
+  Ips zero_first = {0, 0xa};
+  EXPECT_EQ(Callchain::from_stacks(zero_first, user), make({{0xc, FrameContext::kUser}}));
+  EXPECT_TRUE(Callchain::from_stacks({}, {}).empty());
+}
+
+TEST(CallchainLeafCpumode, FollowsTheLeafFrame) {
+  EXPECT_EQ(Callchain().leaf_cpumode(), PERF_RECORD_MISC_USER);
+  EXPECT_EQ(make({{1, FrameContext::kKernel}, {2, FrameContext::kUser}}).leaf_cpumode(),
+            PERF_RECORD_MISC_KERNEL);
+  EXPECT_EQ(make({{1, FrameContext::kUser}, {2, FrameContext::kKernel}}).leaf_cpumode(),
+            PERF_RECORD_MISC_USER);
+  EXPECT_EQ(make({{1, FrameContext::kHypervisor}}).leaf_cpumode(), PERF_RECORD_MISC_HYPERVISOR);
+  EXPECT_EQ(make({{1, FrameContext::kGuestKernel}}).leaf_cpumode(), PERF_RECORD_MISC_GUEST_KERNEL);
+  EXPECT_EQ(make({{1, FrameContext::kGuestUser}}).leaf_cpumode(), PERF_RECORD_MISC_GUEST_USER);
+}
+
+TEST(CallchainCount, CountsFramesPerContext) {
+  Callchain c = make({{1, FrameContext::kKernel},
+                      {2, FrameContext::kKernel},
+                      {3, FrameContext::kUser},
+                      {4, FrameContext::kKernel},
+                      {5, FrameContext::kGuestUser}});
+  EXPECT_EQ(c.size(), 5u);
+  EXPECT_EQ(c.count(FrameContext::kKernel), 3u);
+  EXPECT_EQ(c.count(FrameContext::kUser), 1u);
+  EXPECT_EQ(c.count(FrameContext::kGuestUser), 1u);
+  EXPECT_EQ(c.count(FrameContext::kHypervisor), 0u);
+  EXPECT_EQ(Callchain().count(FrameContext::kUser), 0u);
+}
+
+}  // namespace
+}  // namespace offwake

@@ -1,0 +1,391 @@
+// End to end, as root: `perf offwake record` on workloads that know their own truth, read
+// back by the real perf (Debian's perf 6.1). Blocked time per stack must be within 5% of what
+// the workload measured; the waker and its stack must be the ones the workload names.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "support/perf_script.h"
+#include "support/run.h"
+
+namespace offwake::test {
+namespace {
+
+const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
+const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
+
+struct Recording {
+  RunResult record;
+  std::vector<Truth> truth;
+  std::vector<ScriptSample> samples;
+  RunResult script;
+};
+
+// Records `args` (options and command) into dir/perf.data and reads it with perf script.
+Recording record(const TempDir& dir, const std::string& args) {
+  Recording r;
+  const std::string data = dir.file("perf.data");
+  r.record = run(kOffwake + " record -o " + data + " " + args);
+  r.truth = parse_truth(r.record.out);
+  r.script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+  r.samples = parse_perf_script(r.script.out);
+  return r;
+}
+
+void expect_clean(const Recording& r) {
+  EXPECT_EQ(r.record.status, 0) << r.record.err;
+  EXPECT_NE(r.record.err.find("[ perf offwake record: Captured and wrote"), std::string::npos) << r.record.err;
+  EXPECT_EQ(r.script.status, 0) << r.script.err;
+  EXPECT_EQ(r.script.err, "");
+}
+
+// The blocked samples of the truth's thread in its named function, with the waker sample that
+// follows each.
+struct Blocked {
+  uint64_t ns = 0;
+  std::vector<const ScriptSample*> wakers;
+};
+Blocked blocked_in(const std::vector<ScriptSample>& samples, const Truth& t) {
+  Blocked b;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const ScriptSample& s = samples[i];
+    if (s.event != "offwake-time" || s.tid != t.tid || !s.has_frame(t.function)) continue;
+    b.ns += s.period;
+    EXPECT_TRUE(i + 1 < samples.size() && samples[i + 1].event == "offwake-waker") << "no waker after a sample";
+    if (i + 1 < samples.size()) {
+      EXPECT_EQ(samples[i + 1].period, s.period);
+      b.wakers.push_back(&samples[i + 1]);
+    }
+  }
+  return b;
+}
+
+void expect_within_5_percent(uint64_t recorded, uint64_t truth) {
+  ASSERT_GT(truth, 0u);
+  double err = std::abs(static_cast<double>(recorded) - static_cast<double>(truth)) / truth;
+  EXPECT_LT(err, 0.05) << "recorded " << recorded << " ns, truth " << truth << " ns";
+  ::testing::Test::RecordProperty("relative_error_ppm", static_cast<int>(err * 1e6));
+}
+
+TEST(Record, CondvarThreadsBlockedTimeAndWaker) {
+  TempDir dir;
+  auto r = record(dir, "-- " + kWorkloads + "wl_condvar");
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
+  const Truth& t = r.truth[0];
+  Blocked b = blocked_in(r.samples, t);
+  expect_within_5_percent(b.ns, t.blocked_ns);
+  ASSERT_FALSE(b.wakers.empty());
+  for (const ScriptSample* w : b.wakers) {
+    EXPECT_EQ(w->tid, t.waker_tid);
+    EXPECT_EQ(w->comm, "wl_condvar");
+    EXPECT_TRUE(w->has_frame(t.waker_function)) << "waker stack lacks " << t.waker_function;
+    EXPECT_TRUE(w->has_frame("try_to_wake_up"));  // kernel frames symbolize
+  }
+  for (const auto& s : r.samples)
+    if (s.tid == t.tid && s.has_frame(t.function)) {
+      EXPECT_TRUE(s.has_frame("schedule")) << "blocked kernel stack";
+      EXPECT_TRUE(s.has_frame("main"));
+      EXPECT_EQ(s.comm, "wl_condvar");
+    }
+}
+
+TEST(Record, PipeBetweenProcessesWakerInOtherProcess) {
+  TempDir dir;
+  auto r = record(dir, "-- " + kWorkloads + "wl_pipe");
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
+  const Truth& t = r.truth[0];
+  Blocked b = blocked_in(r.samples, t);
+  expect_within_5_percent(b.ns, t.blocked_ns);
+  ASSERT_FALSE(b.wakers.empty());
+  for (const ScriptSample* w : b.wakers) {
+    EXPECT_EQ(w->tid, t.waker_tid);
+    EXPECT_EQ(w->pid, t.waker_tid);  // the parent process
+    EXPECT_NE(w->pid, t.tid);
+    // User frames symbolize in the waker's own process.
+    EXPECT_TRUE(w->has_frame(t.waker_function)) << "waker stack lacks " << t.waker_function;
+  }
+}
+
+TEST(Record, TimerSleepWokenByHardirq) {
+  TempDir dir;
+  auto r = record(dir, "-- " + kWorkloads + "wl_sleep");
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
+  const Truth& t = r.truth[0];
+  Blocked b = blocked_in(r.samples, t);
+  expect_within_5_percent(b.ns, t.blocked_ns);
+  ASSERT_FALSE(b.wakers.empty());
+  for (const ScriptSample* w : b.wakers) {
+    EXPECT_EQ(w->comm, "[hardirq]");
+    EXPECT_TRUE(w->has_frame("hrtimer_wakeup"));
+    EXPECT_FALSE(w->has_user_frames());
+  }
+}
+
+TEST(Record, PipeOutputReadByPerfScriptAndReport) {
+  TempDir dir;
+  auto rec = run(kOffwake + " record -o - -- " + kWorkloads + "wl_condvar > " + dir.file("stream"));
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto truth = parse_truth(rec.err);  // in pipe mode the workload's stdout goes to stderr
+  ASSERT_EQ(truth.size(), 1u) << rec.err;
+  auto script = run(std::string("perf script ") + kPerfScriptFields + " -i - < " + dir.file("stream"));
+  EXPECT_EQ(script.status, 0);
+  EXPECT_EQ(script.err, "");
+  Blocked b = blocked_in(parse_perf_script(script.out), truth[0]);
+  expect_within_5_percent(b.ns, truth[0].blocked_ns);
+
+  auto report = run("perf report --stdio --no-children --sort sym -g none -i - < " + dir.file("stream"));
+  EXPECT_EQ(report.status, 0);
+  EXPECT_EQ(report.err, "");
+  EXPECT_NE(report.out.find("of event 'offwake-time'"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("of event 'offwake-waker'"), std::string::npos) << report.out;
+
+  // Streaming: straight into perf script through a pipe.
+  auto piped = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 5 | perf script -i - " +
+                   kPerfScriptFields);
+  EXPECT_EQ(piped.status, 0) << piped.err;
+  auto samples = parse_perf_script(piped.out);
+  EXPECT_TRUE(std::any_of(samples.begin(), samples.end(), [](auto& s) { return s.has_frame("wl_sleep_for"); }))
+      << piped.out;
+}
+
+TEST(Record, ReportShowsBlockedStacksAndWakerStacks) {
+  TempDir dir;
+  auto r = record(dir, "-- " + kWorkloads + "wl_condvar -n 5");
+  expect_clean(r);
+  auto report = run("perf report --stdio --no-children --sort sym -g caller -i " + dir.file("perf.data"));
+  EXPECT_EQ(report.err, "");
+  auto blocked = report.out.find("of event 'offwake-time'");
+  auto waker = report.out.find("of event 'offwake-waker'");
+  ASSERT_NE(blocked, std::string::npos);
+  ASSERT_NE(waker, std::string::npos);
+  EXPECT_NE(report.out.substr(blocked, waker - blocked).find("wl_wait_for_signal"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.substr(waker).find("wl_send_signal"), std::string::npos) << report.out;
+}
+
+// A process that runs until killed, blocking in wl_wait_for_signal.
+struct Background {
+  pid_t pid;
+  explicit Background(const std::string& cmd) {
+    pid = fork();
+    if (pid == 0) {
+      int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ~Background() {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+};
+
+TEST(Record, AttachToRunningProcess) {
+  Background bg(kWorkloads + "wl_condvar -n 100000 -m 10");
+  TempDir dir;
+  auto r = record(dir, "-p " + std::to_string(bg.pid) + " --duration 1");
+  expect_clean(r);
+  size_t blocked = 0;
+  for (const auto& s : r.samples) {
+    if (s.event != "offwake-time") continue;
+    ++blocked;
+    EXPECT_EQ(s.pid, static_cast<uint32_t>(bg.pid)) << s.comm;
+  }
+  EXPECT_GT(blocked, 0u);
+  EXPECT_TRUE(std::any_of(r.samples.begin(), r.samples.end(), [](auto& s) { return s.has_frame("wl_wait_for_signal"); }));
+}
+
+TEST(Record, SystemWide) {
+  Background bg(kWorkloads + "wl_sleep -n 100000 -m 5");
+  TempDir dir;
+  auto r = record(dir, "-a --duration 1");
+  expect_clean(r);
+  std::set<uint32_t> pids;
+  bool kernel_thread = false;
+  for (const auto& s : r.samples) {
+    if (s.event != "offwake-time") continue;
+    pids.insert(s.pid);
+    if (!s.has_user_frames() && s.has_kernel_frames()) kernel_thread = true;
+  }
+  EXPECT_TRUE(pids.count(static_cast<uint32_t>(bg.pid)));
+  EXPECT_GE(pids.size(), 3u);
+  EXPECT_TRUE(kernel_thread) << "a system-wide recording sees kernel threads block";
+}
+
+TEST(Record, FilterTid) {
+  Background bg(kWorkloads + "wl_condvar -n 100000 -m 10");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The waiter is the second thread of the process.
+  std::string tids = run("ls /proc/" + std::to_string(bg.pid) + "/task").out;
+  std::istringstream in(tids);
+  std::vector<uint32_t> all;
+  for (uint32_t t; in >> t;) all.push_back(t);
+  ASSERT_GE(all.size(), 2u);
+  TempDir dir;
+  auto r = record(dir, "-t " + std::to_string(all[1]) + " --duration 1");
+  expect_clean(r);
+  size_t n = 0;
+  for (const auto& s : r.samples)
+    if (s.event == "offwake-time") {
+      ++n;
+      EXPECT_EQ(s.tid, all[1]);
+    }
+  EXPECT_GT(n, 0u);
+}
+
+uint64_t blocked_ns_in(const Recording& r, const std::string& function) {
+  uint64_t ns = 0;
+  for (const auto& s : r.samples)
+    if (s.event == "offwake-time" && s.has_frame(function)) ns += s.period;
+  return ns;
+}
+
+TEST(Record, FilterBlockDuration) {
+  TempDir a, b, c;
+  // The waiter blocks ~20 ms each time.
+  auto too_short = record(a, "--max-block 1000 -- " + kWorkloads + "wl_condvar -n 5");
+  expect_clean(too_short);
+  EXPECT_EQ(blocked_ns_in(too_short, "wl_wait_for_signal"), 0u);
+  auto long_enough = record(b, "--min-block 10000 -- " + kWorkloads + "wl_condvar -n 5");
+  expect_clean(long_enough);
+  ASSERT_EQ(long_enough.truth.size(), 1u);
+  expect_within_5_percent(blocked_ns_in(long_enough, "wl_wait_for_signal"), long_enough.truth[0].blocked_ns);
+  for (const auto& s : long_enough.samples)
+    if (s.event == "offwake-time") EXPECT_GE(s.period, 10'000'000u);
+  auto too_long = record(c, "--min-block 100000 -- " + kWorkloads + "wl_condvar -n 5");
+  expect_clean(too_long);
+  EXPECT_EQ(blocked_ns_in(too_long, "wl_wait_for_signal"), 0u);
+}
+
+TEST(Record, FilterState) {
+  TempDir a;
+  // Futex waits sleep in S (TASK_INTERRUPTIBLE): with D only they are not recorded.
+  auto d_only = record(a, "--state D -- " + kWorkloads + "wl_condvar -n 5");
+  expect_clean(d_only);
+  EXPECT_EQ(blocked_ns_in(d_only, "wl_wait_for_signal"), 0u);
+  TempDir b;
+  auto s_only = record(b, "--state S -- " + kWorkloads + "wl_condvar -n 5");
+  expect_clean(s_only);
+  EXPECT_GT(blocked_ns_in(s_only, "wl_wait_for_signal"), 0u);
+}
+
+TEST(Record, FilterUserAndKernelThreads) {
+  Background bg(kWorkloads + "wl_sleep -n 100000 -m 5");
+  TempDir a, b;
+  auto user = record(a, "-a -u --duration 1");
+  expect_clean(user);
+  size_t n = 0;
+  for (const auto& s : user.samples)
+    if (s.event == "offwake-time") {
+      ++n;
+      EXPECT_NE(s.comm.rfind("kworker", 0), 0u) << s.comm;
+      EXPECT_NE(s.comm.rfind("ksoftirqd", 0), 0u) << s.comm;
+      EXPECT_NE(s.comm.rfind("rcu_", 0), 0u) << s.comm;
+    }
+  EXPECT_GT(n, 0u);
+  auto kernel = record(b, "-a --kernel-threads-only --duration 1");
+  expect_clean(kernel);
+  n = 0;
+  for (const auto& s : kernel.samples)
+    if (s.event == "offwake-time") {
+      ++n;
+      EXPECT_FALSE(s.has_user_frames()) << s.comm;
+      EXPECT_NE(s.pid, static_cast<uint32_t>(bg.pid));
+    }
+  EXPECT_GT(n, 0u);
+}
+
+TEST(Record, FilterCgroup) {
+  const std::string root = "/sys/fs/cgroup/unified";
+  struct stat st {};
+  if (stat((root + "/cgroup.procs").c_str(), &st) != 0) {
+    // This kind of machine mounts cgroup2 at /sys/fs/cgroup/unified; fail loudly elsewhere.
+    FAIL() << "no cgroup v2 hierarchy at " << root;
+  }
+  const std::string cg = root + "/offwake-test-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(cg.c_str(), 0755), 0);
+  {
+    Background inside("sh -c 'echo $$ > " + cg + "/cgroup.procs; exec " + kWorkloads + "wl_sleep -n 100000 -m 5'");
+    Background outside(kWorkloads + "wl_condvar -n 100000 -m 5");
+    TempDir dir;
+    auto r = record(dir, "-a --cgroup " + cg + " --duration 1");
+    expect_clean(r);
+    size_t n = 0;
+    for (const auto& s : r.samples)
+      if (s.event == "offwake-time") {
+        ++n;
+        EXPECT_EQ(s.pid, static_cast<uint32_t>(inside.pid)) << s.comm;
+      }
+    EXPECT_GT(n, 0u);
+  }
+  rmdir(cg.c_str());
+}
+
+TEST(Record, BadInputIsOneLineAndNonZero) {
+  TempDir dir;
+  auto bad_option = run(kOffwake + " record --no-such-option");
+  EXPECT_EQ(bad_option.status, 129);
+  EXPECT_EQ(std::count(bad_option.err.begin(), bad_option.err.end(), '\n'), 1) << bad_option.err;
+
+  auto no_pid = run(kOffwake + " record -o " + dir.file("x") + " -p 999999999");
+  EXPECT_EQ(no_pid.status, 129);
+  EXPECT_NE(no_pid.err.find("not a pid"), std::string::npos) << no_pid.err;
+
+  auto gone = run(kOffwake + " record -o " + dir.file("x") + " -p 4000000");
+  EXPECT_EQ(gone.status, 1);
+  EXPECT_EQ(gone.err, "perf offwake record: process 4000000 does not exist\n");
+
+  auto bad_dir = run(kOffwake + " record -o /nonexistent/dir/perf.data -- true");
+  EXPECT_EQ(bad_dir.status, 1);
+  EXPECT_EQ(std::count(bad_dir.err.begin(), bad_dir.err.end(), '\n'), 1) << bad_dir.err;
+
+  auto bad_state = run(kOffwake + " record --state X -- true");
+  EXPECT_EQ(bad_state.status, 129);
+
+  auto no_command = run(kOffwake + " record -o " + dir.file("y") + " -- /nonexistent-command");
+  EXPECT_EQ(no_command.status, 1);
+  EXPECT_NE(no_command.err.find("No such file or directory"), std::string::npos) << no_command.err;
+}
+
+TEST(Record, ExistingOutputBecomesOld) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto first = run("cd " + dir.path() + " && " + kOffwake + " record -q -- true");
+  ASSERT_EQ(first.status, 0) << first.err;
+  auto second = run("cd " + dir.path() + " && " + kOffwake + " record -q -- true");
+  ASSERT_EQ(second.status, 0) << second.err;
+  struct stat st {};
+  ASSERT_EQ(stat((data + ".old").c_str(), &st), 0);
+  ASSERT_EQ(stat(data.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(Record, LossCountersStoredAndPrinted) {
+  TempDir dir;
+  // A stack map of 4 entries cannot hold the stacks of a system-wide second: losses.
+  auto r = record(dir, "-a --duration 1 --stack-storage-size 4");
+  expect_clean(r);
+  EXPECT_NE(r.record.err.find("stacks missing"), std::string::npos);
+  EXPECT_EQ(r.record.err.find(" 0 stacks missing"), std::string::npos) << r.record.err;
+  // The counters are in the file: our feature section, as key=value strings.
+  auto strings = run("strings " + dir.file("perf.data") + " | grep -E '^(kernel|user)_stack_map_full='");
+  EXPECT_NE(strings.out.find("_stack_map_full="), std::string::npos);
+}
+
+}  // namespace
+}  // namespace offwake::test

@@ -1,0 +1,75 @@
+// Golden files: the writer's output for fixed inputs, byte for byte. A change in the format
+// shows up here as a diff to review; regenerate with OFFWAKE_REGENERATE_GOLDEN=1 (never by hand).
+// The same switch writes the seed inputs of the reader's fuzz corpus.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "fixtures.h"
+#include "perfdata/reader.h"
+
+namespace offwake::perfdata {
+namespace {
+
+const std::string kPerfdataDir = OFFWAKE_SOURCE_DIR "/tests/perfdata";
+
+bool regenerating() {
+  const char* v = std::getenv("OFFWAKE_REGENERATE_GOLDEN");
+  return v && std::string(v) == "1";
+}
+
+// Compares `produced` with the file at `path`, or rewrites the file when regenerating.
+void check_golden(const std::string& path, const Bytes& produced) {
+  ASSERT_FALSE(produced.empty());
+  if (regenerating()) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(produced.data()), static_cast<std::streamsize>(produced.size()));
+    ASSERT_TRUE(out.good()) << "writing " << path;
+    std::cout << "regenerated " << path << " (" << produced.size() << " bytes)\n";
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << path << " is missing; run this test with OFFWAKE_REGENERATE_GOLDEN=1";
+  Bytes golden((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (golden == produced) return;
+  size_t i = 0;
+  while (i < golden.size() && i < produced.size() && golden[i] == produced[i]) ++i;
+  ADD_FAILURE() << path << " differs from the writer's output at byte " << i << " (golden "
+                << golden.size() << " bytes, writer " << produced.size()
+                << " bytes). If the change is intended, rerun with OFFWAKE_REGENERATE_GOLDEN=1 and "
+                   "review the diff.";
+}
+
+TEST(Golden, PipeModeStream) {
+  Bytes produced = test::write_to_memory(Mode::kPipe, test::two_events(), test::every_record());
+  check_golden(kPerfdataDir + "/golden/pipe_two_events.data", produced);
+
+  // The golden itself reads back as its inputs.
+  auto back = test::read_all(produced);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->records, test::every_record());
+  EXPECT_EQ(back->info.host, test::fixed_host());
+}
+
+TEST(Golden, WriterOutputIsDeterministic) {
+  // Nothing from the clock, the pid or uninitialised memory may leak into the output.
+  for (Mode mode : {Mode::kFile, Mode::kPipe}) {
+    EXPECT_EQ(test::write_to_memory(mode, test::two_events(), test::every_record()),
+              test::write_to_memory(mode, test::two_events(), test::every_record()));
+  }
+}
+
+TEST(FuzzSeeds, AreTheWritersOutput) {
+  const std::string dir = kPerfdataDir + "/fuzz-corpus/";
+  check_golden(dir + "file_two_events.data",
+               test::write_to_memory(Mode::kFile, test::two_events(), test::every_record()));
+  check_golden(dir + "file_one_event.data",
+               test::write_to_memory(Mode::kFile, test::one_event(), test::few_records()));
+  check_golden(dir + "pipe_one_event.data",
+               test::write_to_memory(Mode::kPipe, test::one_event(), test::few_records()));
+}
+
+}  // namespace
+}  // namespace offwake::perfdata

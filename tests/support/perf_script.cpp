@@ -1,0 +1,83 @@
+#include "support/perf_script.h"
+
+#include <sstream>
+
+namespace offwake::test {
+
+bool ScriptSample::has_frame(const std::string& sym) const {
+  for (const auto& f : frames)
+    if (f.sym == sym) return true;
+  return false;
+}
+
+bool ScriptSample::has_user_frames() const {
+  for (const auto& f : frames)
+    if (!f.kernel()) return true;
+  return false;
+}
+
+bool ScriptSample::has_kernel_frames() const {
+  for (const auto& f : frames)
+    if (f.kernel()) return true;
+  return false;
+}
+
+std::vector<ScriptSample> parse_perf_script(const std::string& text) {
+  std::vector<ScriptSample> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line[0] == '\t' || line[0] == ' ') {
+      if (out.empty()) continue;
+      std::istringstream f(line);
+      ScriptFrame frame;
+      std::string ip;
+      f >> ip;
+      frame.ip = std::stoull(ip, nullptr, 16);
+      std::getline(f >> std::ws, frame.sym);
+      out.back().frames.push_back(frame);
+      continue;
+    }
+    // "comm with spaces  PID/TID  PERIOD  event:" read from the right.
+    std::vector<std::string> tok;
+    std::istringstream h(line);
+    for (std::string t; h >> t;) tok.push_back(t);
+    if (tok.size() < 4 || tok.back().back() != ':') continue;
+    ScriptSample s;
+    s.event = tok.back().substr(0, tok.back().size() - 1);
+    s.period = std::stoull(tok[tok.size() - 2]);
+    const std::string& ids = tok[tok.size() - 3];
+    auto slash = ids.find('/');
+    s.pid = static_cast<uint32_t>(std::stoul(ids.substr(0, slash)));
+    s.tid = static_cast<uint32_t>(std::stoul(ids.substr(slash + 1)));
+    for (size_t i = 0; i + 3 < tok.size(); ++i) s.comm += (i ? " " : "") + tok[i];
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<Truth> parse_truth(const std::string& text) {
+  std::vector<Truth> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("truth ", 0) != 0) continue;
+    Truth t;
+    std::istringstream f(line.substr(6));
+    for (std::string kv; f >> kv;) {
+      auto eq = kv.find('=');
+      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      if (k == "tid") t.tid = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "waker_tid") t.waker_tid = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "function") t.function = v;
+      else if (k == "waker_function") t.waker_function = v;
+      else if (k == "blocked_ns") t.blocked_ns = std::stoull(v);
+      else if (k == "count") t.count = std::stoull(v);
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace offwake::test

@@ -1,0 +1,65 @@
+/* Two processes: the child blocks COUNT times in wl_wait_for_message on read() of a pipe;
+ * the parent sleeps MS milliseconds, then writes one message from wl_send_message. Both
+ * syscalls are issued inline so that the named functions are the user leaves. The child
+ * prints the truth line, with the parent as the waker. */
+#define _GNU_SOURCE
+#include <sys/wait.h>
+
+#include "wl_common.h"
+
+/* Reads one byte; returns the time blocked if read() slept, 0 if data was already there. */
+WL_NOINLINE uint64_t wl_wait_for_message(int fd, long *blocks)
+{
+	char c;
+	uint64_t t0 = wl_now_ns();
+	long r = wl_syscall4(SYS_read, fd, (long)&c, 1, 0);
+	uint64_t t1 = wl_now_ns();
+
+	if (r != 1)
+		exit(2);
+	/* Counted as a block only if it took long enough to have slept for the writer. */
+	if (t1 - t0 < 1000000ull)
+		return 0;
+	++*blocks;
+	return t1 - t0;
+}
+
+WL_NOINLINE void wl_send_message(int fd)
+{
+	char c = 'm';
+
+	if (wl_syscall4(SYS_write, fd, (long)&c, 1, 0) != 1)
+		exit(3);
+}
+
+int main(int argc, char **argv)
+{
+	long count = 20, ms = 20, blocks = 0, i;
+	uint64_t blocked = 0;
+	int fds[2], status;
+	pid_t child;
+
+	wl_parse_args(argc, argv, &count, &ms);
+	if (pipe(fds) != 0)
+		return 1;
+	child = fork();
+	if (child < 0)
+		return 1;
+	if (child == 0) {
+		close(fds[1]);
+		for (i = 0; i < count; i++)
+			blocked += wl_wait_for_message(fds[0], &blocks);
+		wl_print_truth(wl_gettid(), "wl_wait_for_message", blocked, blocks, getppid(),
+			       "wl_send_message");
+		_exit(0);
+	}
+	close(fds[0]);
+	for (i = 0; i < count; i++) {
+		wl_pause_ms(ms); /* the child is asleep in read() by now */
+		wl_send_message(fds[1]);
+	}
+	close(fds[1]);
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
+		return 1;
+	return WEXITSTATUS(status);
+}

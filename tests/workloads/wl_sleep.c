@@ -1,0 +1,27 @@
+/* One thread sleeps COUNT times for MS milliseconds in wl_sleep_for, with clock_nanosleep
+ * issued inline. No thread wakes it: the hrtimer interrupt does, so the expected waker is
+ * "[hardirq]" with tid 0. */
+#define _GNU_SOURCE
+#include "wl_common.h"
+
+WL_NOINLINE uint64_t wl_sleep_for(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	uint64_t t0 = wl_now_ns();
+
+	if (wl_syscall4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (long)&ts, 0) != 0)
+		exit(2);
+	return wl_now_ns() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	long count = 20, ms = 20, i;
+	uint64_t blocked = 0;
+
+	wl_parse_args(argc, argv, &count, &ms);
+	for (i = 0; i < count; i++)
+		blocked += wl_sleep_for(ms);
+	wl_print_truth(wl_gettid(), "wl_sleep_for", blocked, count, 0, "[hardirq]");
+	return 0;
+}
