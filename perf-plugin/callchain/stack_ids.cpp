@@ -1,6 +1,7 @@
 #include "callchain/stack_ids.h"
 
 #include <cerrno>
+#include <cstdint>
 
 namespace offwake {
 
@@ -23,6 +24,11 @@ std::vector<uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses) {
       case E2BIG: ++losses.map_full; break;
       default: ++losses.other_errors; break;
     }
+    return {};
+  }
+  // Stack map keys are u32; a larger id would silently truncate to some other stack.
+  if (id > int64_t{UINT32_MAX}) {
+    ++losses.lookup_failed;
     return {};
   }
   auto frames = source_.lookup(static_cast<uint32_t>(id));

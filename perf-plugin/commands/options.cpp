@@ -160,7 +160,7 @@ std::string usage_text(const std::vector<std::string>& usage_lines, const std::v
   s << "\n";
   for (const auto& o : table) {
     std::string left = "    ";
-    left += o.short_name ? std::string("-") + o.short_name : "   ";
+    left += o.short_name ? std::string("-") + o.short_name : "  ";
     if (!o.long_name.empty()) left += std::string(o.short_name ? ", " : "  ") + "--" + o.long_name;
     if (o.kind != Option::Kind::kFlag) left += " <" + o.arg_name + ">";
     if (left.size() < 30) left.resize(30, ' ');

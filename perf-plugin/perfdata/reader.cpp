@@ -59,7 +59,7 @@ class MemorySource : public ByteSource {
   explicit MemorySource(Bytes data) : data_(std::move(data)) {}
   Result<size_t> read(void* buf, size_t n) override {
     size_t k = std::min(n, data_.size() - pos_);
-    std::memcpy(buf, data_.data() + pos_, k);
+    if (k) std::memcpy(buf, data_.data() + pos_, k);  // an empty vector's data() may be null
     pos_ += k;
     return k;
   }

@@ -97,7 +97,7 @@ Result<SampleRecord> decode_sample(const perf_event_attr& attr, uint16_t misc,
     auto raw = r.get_bytes(nr * sizeof(uint64_t));
     if (!raw) return raw.error();
     std::vector<uint64_t> ips(nr);
-    std::memcpy(ips.data(), raw->data(), raw->size());
+    if (nr) std::memcpy(ips.data(), raw->data(), raw->size());  // memcpy(nullptr, ..., 0) is UB
     auto chain = Callchain::from_perf_ips(ips);
     if (!chain) return chain.error().context("sample");
     s.callchain = std::move(chain).value();

@@ -115,19 +115,22 @@ Result<const perf_event_attr*> PerfDataWriter::attr_for(uint64_t id) const {
 Status PerfDataWriter::emit(Result<Bytes> record) {
   if (!record) return record.error();
   if (closed_) return Error("writing after close");
+  OFFWAKE_TRY(sink_->write(*record));
   ++stats_.records;
-  return sink_->write(*record);
+  return ok_status();
 }
 
 Status PerfDataWriter::write(const SampleRecord& r) {
   auto attr = attr_for(r.id);
   if (!attr) return attr.error();
+  // Count the sample and widen HEADER_SAMPLE_TIME only once it is in the output.
+  OFFWAKE_TRY(emit(encode_sample(**attr, r)));
   ++stats_.samples;
   if (r.time) {
     first_time_ = std::min(first_time_, r.time);
     last_time_ = std::max(last_time_, r.time);
   }
-  return emit(encode_sample(**attr, r));
+  return ok_status();
 }
 
 Status PerfDataWriter::write(const CommRecord& r) { return emit(encode_comm(events_[0].attr, r)); }

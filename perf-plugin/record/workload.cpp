@@ -9,7 +9,7 @@
 
 namespace offwake {
 
-Result<Workload> Workload::prepare(const std::vector<std::string>& argv) {
+Result<Workload> Workload::prepare(const std::vector<std::string>& argv, bool stdout_to_stderr) {
   if (argv.empty()) return Error("no command to run", EINVAL);
   int go[2], err[2];
   if (pipe2(go, O_CLOEXEC) != 0) return Error::from_errno("creating a pipe for the workload");
@@ -27,6 +27,7 @@ Result<Workload> Workload::prepare(const std::vector<std::string>& argv) {
   if (pid == 0) {
     close(go[1]);
     close(err[0]);
+    if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     char c;

@@ -14,7 +14,8 @@ namespace offwake {
 
 class Workload {
  public:
-  static Result<Workload> prepare(const std::vector<std::string>& argv);
+  // With `stdout_to_stderr` (perf.data goes to our stdout) the command's output goes to stderr.
+  static Result<Workload> prepare(const std::vector<std::string>& argv, bool stdout_to_stderr);
   Workload(Workload&&) noexcept;
   Workload& operator=(Workload&&) noexcept;
   ~Workload();  // a workload that was never started is killed

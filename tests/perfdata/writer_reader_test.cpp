@@ -117,7 +117,8 @@ TEST(WriterReader, PipeModeRoundTrip) {
   const FileInfo& info = back->info;
   EXPECT_EQ(info.host, fixed_host());
   expect_same_events(info.events, as_read(two_events()));
-  // A stream carries what is known at its start: no build-id table, no sample times.
+  // A stream carries what is known at its start: no sample times, and (so far) the entries
+  // of add_build_id() are not streamed either.
   EXPECT_EQ(info.features, (std::vector<int>{kFeatHostname, kFeatOsRelease, kFeatVersion,
                                              kFeatArch, kFeatNrCpus, kFeatCpuDesc, kFeatCpuId,
                                              kFeatTotalMem, kFeatCmdline, kFeatEventDesc}));
@@ -166,6 +167,60 @@ TEST(WriterReader, StatsCountRecordsSamplesAndBytes) {
   EXPECT_EQ(w->stats().bytes, static_cast<const MemorySink&>(w->sink()).data().size());
   EXPECT_FALSE(w->write(every_record()[0]));  // after close
   EXPECT_TRUE(w->close());                    // closing twice is harmless
+}
+
+TEST(WriterErrors, AFailedSampleLeavesNoTrace) {
+  // A sample that cannot be encoded is neither counted nor part of HEADER_SAMPLE_TIME.
+  auto w = PerfDataWriter::create(std::make_unique<MemorySink>(), Mode::kFile, two_events(), fixed_host());
+  ASSERT_TRUE(w);
+  SampleRecord too_big;
+  too_big.id = test::kWakeupId;
+  too_big.time = 1;
+  too_big.raw.resize(70000);
+  EXPECT_FALSE(w->write(too_big));
+  for (const auto& r : every_record()) ASSERT_TRUE(w->write(r));
+  ASSERT_TRUE(w->close());
+  too_big.time = 1000;
+  EXPECT_FALSE(w->write(too_big));  // after close
+  EXPECT_EQ(w->stats().samples, 3u);
+  EXPECT_EQ(w->stats().records, every_record().size());
+  auto back = test::read_all(static_cast<const MemorySink&>(w->sink()).data());
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->info.first_sample_time, 10u);
+  EXPECT_EQ(back->info.last_sample_time, 12u);
+}
+
+// A sink that takes `budget` bytes, then fails like a full disk.
+class FullDiskSink : public MemorySink {
+ public:
+  explicit FullDiskSink(size_t budget) : budget_(budget) {}
+  Status write(std::span<const uint8_t> data) override {
+    if (position() + data.size() > budget_) return Error("writing perf.data", ENOSPC);
+    return MemorySink::write(data);
+  }
+
+ private:
+  size_t budget_;
+};
+
+TEST(WriterErrors, SinkErrorsAreReturnedAndNotCounted) {
+  const size_t header_bytes = test::write_to_memory(Mode::kPipe, two_events(), {}).size();
+  auto w = PerfDataWriter::create(std::make_unique<FullDiskSink>(header_bytes + 100), Mode::kPipe,
+                                  two_events(), fixed_host());
+  ASSERT_TRUE(w);
+  size_t written = 0;
+  Status last = ok_status();
+  for (const auto& r : every_record()) {
+    last = w->write(r);
+    if (!last) break;
+    ++written;
+  }
+  ASSERT_FALSE(last);
+  EXPECT_EQ(last.error().errnum(), ENOSPC);
+  EXPECT_EQ(w->stats().records, written);
+  EXPECT_LT(written, every_record().size());
+  EXPECT_FALSE(PerfDataWriter::create(std::make_unique<FullDiskSink>(10), Mode::kPipe, two_events(),
+                                      fixed_host()));
 }
 
 TEST(WriterErrors, SampleWithUnknownIdInMultiEventFile) {
@@ -232,10 +287,7 @@ TEST(WriterFile, CreatesWithMode0600AndRenamesOnlyAtClose) {
   struct stat st {};
   ASSERT_EQ(stat(temp.c_str(), &st), 0) << temp;
   EXPECT_EQ(st.st_mode & 07777, 0600u);
-  // Until close(), the temporary file says it is unfinished.
-  auto early = PerfDataReader::open(temp);
-  ASSERT_FALSE(early);
-  EXPECT_NE(early.error().message().find("never written"), std::string::npos) << early.error().message();
+  EXPECT_FALSE(PerfDataReader::open(temp));  // until close(), it is not a perf.data file
 
   ASSERT_TRUE(w->close());
   EXPECT_FALSE(std::filesystem::exists(temp));
@@ -264,6 +316,24 @@ TEST(WriterFile, WithoutCloseTheTemporaryFileIsRemoved) {
     ASSERT_TRUE(w->write(every_record()[0]));
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(WriterFile, UnfinishedFileSaysItIsUnfinished) {
+  // Once the writer's buffer has gone to disk, a reader sees the zeroed header of a recording
+  // that did not finish (it was killed, or is still running).
+  offwake::test::TempDir dir;
+  const std::string path = dir.file("perf.data");
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  auto w = PerfDataWriter::create_file(path, two_events(), fixed_host());
+  ASSERT_TRUE(w);
+  const auto records = every_record();
+  for (int i = 0; i < 10000 && std::filesystem::file_size(temp) == 0; ++i)
+    for (const auto& r : records) ASSERT_TRUE(w->write(r));
+  ASSERT_GT(std::filesystem::file_size(temp), 0u);
+  auto early = PerfDataReader::open(temp);
+  ASSERT_FALSE(early);
+  EXPECT_NE(early.error().message().find("header was never written"), std::string::npos)
+      << early.error().message();
 }
 
 TEST(WriterFile, CreateInMissingDirectoryIsAnError) {

@@ -1,0 +1,84 @@
+#include "bpf/aggregates.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace offwake::bpf {
+
+Result<std::vector<Aggregate>> read_aggregates(int map_fd) {
+  std::vector<Aggregate> out;
+  offwake_key key{}, next{};
+  const offwake_key* prev = nullptr;
+  while (bpf_map_get_next_key(map_fd, prev, &next) == 0) {
+    Aggregate a{next, {}};
+    // A bucket may vanish between get_next_key and lookup if someone drains concurrently.
+    if (bpf_map_lookup_elem(map_fd, &next, &a.value) == 0) {
+      out.push_back(a);
+    } else if (errno != ENOENT) {
+      return Error::from_errno("reading aggregation map");
+    }
+    key = next;
+    prev = &key;
+  }
+  if (errno != ENOENT) return Error::from_errno("iterating aggregation map");
+  return out;
+}
+
+Result<std::vector<Aggregate>> drain_aggregates(int map_fd) {
+  constexpr __u32 kBatch = 256;
+  std::vector<Aggregate> out;
+  std::vector<offwake_key> keys(kBatch);
+  std::vector<offwake_value> values(kBatch);
+  offwake_key out_batch{};  // hash maps use a 4-byte bucket cursor; a key is larger
+  void* in_batch = nullptr;
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  for (;;) {
+    __u32 count = kBatch;
+    int err = bpf_map_lookup_and_delete_batch(map_fd, in_batch, &out_batch, keys.data(),
+                                              values.data(), &count, &opts);
+    int e = errno;
+    for (__u32 i = 0; i < count; ++i) out.push_back({keys[i], values[i]});
+    if (err != 0) {
+      if (e == ENOENT) break;  // no more buckets
+      return Error("draining aggregation map", e);
+    }
+    in_batch = &out_batch;
+  }
+  return out;
+}
+
+Result<offwake_counters> read_counters(int map_fd) {
+  static_assert(sizeof(offwake_counters) % sizeof(uint64_t) == 0);
+  constexpr size_t kFields = sizeof(offwake_counters) / sizeof(uint64_t);
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) return Error("counting possible CPUs", -ncpus);
+  std::vector<offwake_counters> per_cpu(static_cast<size_t>(ncpus));
+  __u32 zero = 0;
+  if (bpf_map_lookup_elem(map_fd, &zero, per_cpu.data()) != 0)
+    return Error::from_errno("reading loss counters");
+  uint64_t sum[kFields] = {};
+  for (const auto& c : per_cpu) {
+    uint64_t fields[kFields];
+    std::memcpy(fields, &c, sizeof(c));
+    for (size_t i = 0; i < kFields; ++i) sum[i] += fields[i];
+  }
+  offwake_counters total;
+  std::memcpy(&total, sum, sizeof(total));
+  return total;
+}
+
+std::string comm_string(const char (&comm)[OFFWAKE_COMM_LEN]) {
+  return std::string(comm, strnlen(comm, OFFWAKE_COMM_LEN));
+}
+
+uint64_t total_stack_losses(const offwake_counters& c) {
+  uint64_t n = 0;
+  for (int h = 0; h < 2; ++h)
+    n += c.stack_collision[h] + c.stack_walk_failed[h] + c.stack_map_full[h] + c.stack_other_error[h];
+  return n;
+}
+
+}  // namespace offwake::bpf

@@ -1,0 +1,246 @@
+#include "bpf/offwake_loader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "bpf/libbpf_log.h"
+#include "util/fd.h"
+
+namespace offwake::bpf::skel {
+#include "offwake.skel.h"
+}  // namespace offwake::bpf::skel
+
+namespace offwake::bpf {
+namespace {
+
+// errno of a libbpf call in 1.x mode: negative return value, errno also set.
+int libbpf_errno(long ret) { return ret < 0 ? static_cast<int>(-ret) : errno; }
+
+// Appends what libbpf said (e.g. the verifier log) after the error's own message. The
+// result carries no errno: its text already ends with the log.
+// A permission error stays one line: the log would only repeat it.
+Error with_log(const Error& e, const LibbpfLogCapture& log) {
+  std::string text = log.text();
+  if (text.empty() || e.errnum() == EPERM || e.errnum() == EACCES) return e;
+  return Error(e.message() + "\nlibbpf log:\n" + text, 0);
+}
+
+Error permission_hint(Error e) {
+  if (e.errnum() != EPERM && e.errnum() != EACCES) return e;
+  return Error(e.what() + " (perf offwake needs root, or CAP_BPF and CAP_PERFMON)", e.errnum());
+}
+
+void configure(skel::offwake* s, const LoaderOptions& o, std::optional<int64_t> pc_from_rq) {
+  offwake_config& cfg = s->rodata->cfg;
+  cfg.min_block_ns = o.min_block_ns;
+  cfg.max_block_ns = o.max_block_ns;
+  cfg.state_mask = o.state_mask;
+  cfg.target_tid = o.tid;
+  cfg.filter_tgids = !o.tgids.empty();
+  cfg.filter_cgroup = !o.cgroup_path.empty();
+  cfg.user_threads_only = o.user_threads_only;
+  cfg.kernel_threads_only = o.kernel_threads_only;
+  cfg.follow_forks = o.follow_forks;
+  cfg.kernel_stack_skip = o.kernel_stack_skip;
+  cfg.irq_detect = pc_from_rq.has_value();
+  cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
+}
+
+}  // namespace
+
+void OffwakeBpf::SkelDeleter::operator()(skel::offwake* s) const { skel::offwake__destroy(s); }
+
+Result<uint32_t> perf_event_max_stack() {
+  std::ifstream in("/proc/sys/kernel/perf_event_max_stack");
+  uint32_t v = 0;
+  if (!(in >> v) || v == 0) return Error("reading /proc/sys/kernel/perf_event_max_stack", EIO);
+  return v;
+}
+
+Status probe_kernel_support() {
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    return Error::from_errno("opening /sys/kernel/btf/vmlinux (kernel BTF, CONFIG_DEBUG_INFO_BTF)");
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return Error::from_errno("loading kernel BTF");
+  std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
+
+  // tp_btf/sched_switch: typedef -> pointer -> prototype (void *, preempt, prev, next, prev_state).
+  int id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+  if (id < 0) return Error("kernel BTF has no sched_switch tracepoint (btf_trace_sched_switch)", ENOENT);
+  const struct btf_type* t = btf__type_by_id(vmlinux, id);
+  while (t && (btf_is_typedef(t) || btf_is_ptr(t))) t = btf__type_by_id(vmlinux, t->type);
+  if (!t || !btf_is_func_proto(t)) return Error("btf_trace_sched_switch is not a function pointer");
+  if (btf_vlen(t) < 5)
+    return Error("this kernel's sched_switch tracepoint has no prev_state argument (needs Linux 5.18+)");
+  return ok_status();
+}
+
+std::optional<int64_t> preempt_count_from_runqueue() {
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return std::nullopt;
+  std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
+  int id = btf__find_by_name_kind(vmlinux, ".data..percpu", BTF_KIND_DATASEC);
+  if (id < 0) return std::nullopt;
+  const struct btf_type* sec = btf__type_by_id(vmlinux, id);
+  std::optional<int64_t> rq, pc;
+  const struct btf_var_secinfo* v = btf_var_secinfos(sec);
+  for (int i = 0; i < btf_vlen(sec); ++i, ++v) {
+    const struct btf_type* var = btf__type_by_id(vmlinux, v->type);
+    const char* name = var ? btf__name_by_offset(vmlinux, var->name_off) : nullptr;
+    if (!name) continue;
+    if (std::strcmp(name, "runqueues") == 0) rq = v->offset;
+    if (std::strcmp(name, "__preempt_count") == 0) pc = v->offset;
+  }
+  if (!rq || !pc) return std::nullopt;
+  return *pc - *rq;
+}
+
+Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
+  if (o.user_threads_only && o.kernel_threads_only)
+    return Error("user-threads-only and kernel-threads-only exclude each other", EINVAL);
+  if (o.state_mask == 0 ||
+      (o.state_mask & ~(OFFWAKE_STATE_INTERRUPTIBLE | OFFWAKE_STATE_UNINTERRUPTIBLE)) != 0)
+    return Error("state mask must be S, D or SD", EINVAL);
+  if (o.max_block_ns && o.max_block_ns < o.min_block_ns)
+    return Error("max-block is below min-block", EINVAL);
+  if (o.tgids.size() > o.max_tgids) return Error("more target processes than max_tgids", E2BIG);
+  if (o.follow_forks && o.tgids.empty()) return Error("follow_forks needs target processes", EINVAL);
+  if (o.kernel_stack_skip > BPF_F_SKIP_FIELD_MASK) return Error("kernel stack skip too large", EINVAL);
+  OFFWAKE_TRY(probe_kernel_support());
+
+  auto sysctl_depth = perf_event_max_stack();
+  if (!sysctl_depth) return sysctl_depth.error();
+  uint32_t depth = *sysctl_depth;
+  if (o.max_stack_depth != 0 && o.max_stack_depth < depth) depth = o.max_stack_depth;
+
+  LibbpfLogCapture log;
+
+  // Open.
+  SkelPtr s(skel::offwake__open());
+  if (!s) return with_log(permission_hint(Error::from_errno("opening BPF object")), log);
+
+  // Configure: rodata, map sizes, which programs load.
+  auto pc_from_rq = preempt_count_from_runqueue();
+  configure(s.get(), o, pc_from_rq);
+  struct {
+    bpf_map* map;
+    uint32_t entries;
+    const char* what;
+  } sizes[] = {
+      {s->maps.stack_traces, o.stack_map_entries, "stack map"},
+      {s->maps.aggregates, o.aggregate_entries, "aggregation map"},
+      {s->maps.target_tgids, o.max_tgids ? o.max_tgids : 1, "target process map"},
+  };
+  for (const auto& m : sizes) {
+    if (m.entries == 0) return Error(std::string(m.what) + " needs at least one entry", EINVAL);
+    if (int err = bpf_map__set_max_entries(m.map, m.entries))
+      return Error(std::string("sizing ") + m.what, libbpf_errno(err));
+  }
+  if (int err = bpf_map__set_value_size(s->maps.stack_traces, depth * sizeof(uint64_t)))
+    return Error("setting stack depth", libbpf_errno(err));
+  bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks);
+
+  // Load.
+  if (int err = skel::offwake__load(s.get()))
+    return with_log(permission_hint(Error("loading BPF object", libbpf_errno(err))), log);
+
+  OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), pc_from_rq.has_value());
+  for (uint32_t tgid : o.tgids) OFFWAKE_TRY(bpf.add_target_tgid(tgid));
+  if (!o.cgroup_path.empty()) {
+    UniqueFd cg(open(o.cgroup_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!cg.valid()) return Error::from_errno("opening cgroup " + o.cgroup_path);
+    __u32 zero = 0;
+    __u32 fd = static_cast<__u32>(cg.get());
+    if (bpf_map_update_elem(bpf_map__fd(bpf.skel_->maps.target_cgroup), &zero, &fd, BPF_ANY) != 0)
+      return Error::from_errno("setting cgroup filter " + o.cgroup_path + " (must be a cgroup v2 directory)");
+  }
+  return bpf;
+}
+
+OffwakeBpf::OffwakeBpf(OffwakeBpf&&) noexcept = default;
+OffwakeBpf& OffwakeBpf::operator=(OffwakeBpf&&) noexcept = default;
+OffwakeBpf::~OffwakeBpf() = default;
+
+// Wakeups and forks are watched before blocks start being recorded, and blocks stop being
+// recorded before wakeups stop being watched: otherwise a block that straddles the gap would
+// end with no waker and count as a missed wakeup.
+Status OffwakeBpf::attach() {
+  LibbpfLogCapture log;
+  struct {
+    bpf_program* prog;
+    bpf_link** link;
+  } order[] = {
+      {skel_->progs.offwake_fork, &skel_->links.offwake_fork},
+      {skel_->progs.offwake_waking, &skel_->links.offwake_waking},
+      {skel_->progs.offwake_switch, &skel_->links.offwake_switch},
+  };
+  for (const auto& p : order) {
+    if (*p.link || !bpf_program__autoload(p.prog)) continue;
+    bpf_link* link = bpf_program__attach(p.prog);
+    if (!link) {
+      Error e = permission_hint(Error::from_errno(std::string("attaching BPF program ") +
+                                                  bpf_program__name(p.prog)));
+      detach();
+      return with_log(e, log);
+    }
+    *p.link = link;  // owned by the skeleton from here on
+  }
+  return ok_status();
+}
+
+void OffwakeBpf::detach() {
+  for (bpf_link** link : {&skel_->links.offwake_switch, &skel_->links.offwake_waking,
+                          &skel_->links.offwake_fork}) {
+    bpf_link__destroy(*link);
+    *link = nullptr;
+  }
+}
+
+Status OffwakeBpf::add_target_tgid(uint32_t tgid) {
+  if (!filter_tgids_) return Error("no process filter: every process is traced already", EINVAL);
+  __u8 one = 1;
+  if (bpf_map_update_elem(target_tgids_fd(), &tgid, &one, BPF_ANY) != 0)
+    return Error::from_errno("adding process " + std::to_string(tgid) + " to the filter");
+  return ok_status();
+}
+
+Result<std::vector<Aggregate>> OffwakeBpf::read_aggregates() const {
+  return bpf::read_aggregates(aggregates_fd());
+}
+
+Result<offwake_counters> OffwakeBpf::read_counters() const { return bpf::read_counters(counters_fd()); }
+
+Result<uint64_t> OffwakeBpf::recursion_misses() const {
+  uint64_t total = 0;
+  for (bpf_program* prog : {skel_->progs.offwake_switch, skel_->progs.offwake_waking, skel_->progs.offwake_fork}) {
+    int fd = bpf_program__fd(prog);
+    if (fd < 0) continue;  // not loaded (offwake_fork without follow_forks)
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+      return Error::from_errno(std::string("reading info of BPF program ") + bpf_program__name(prog));
+    total += info.recursion_misses;
+  }
+  return total;
+}
+
+Result<StackTraceMap> OffwakeBpf::stack_trace_map() const {
+  return StackTraceMap::from_fd(stack_traces_fd());
+}
+
+int OffwakeBpf::aggregates_fd() const { return bpf_map__fd(skel_->maps.aggregates); }
+int OffwakeBpf::counters_fd() const { return bpf_map__fd(skel_->maps.counters); }
+int OffwakeBpf::stack_traces_fd() const { return bpf_map__fd(skel_->maps.stack_traces); }
+int OffwakeBpf::target_tgids_fd() const { return bpf_map__fd(skel_->maps.target_tgids); }
+
+}  // namespace offwake::bpf
