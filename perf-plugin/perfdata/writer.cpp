@@ -11,19 +11,36 @@
 
 namespace offwake::perfdata {
 
+PendingFile& PendingFile::operator=(PendingFile&& o) noexcept {
+  if (this != &o) {
+    if (!path_.empty()) ::unlink(path_.c_str());
+    path_ = std::exchange(o.path_, {});
+  }
+  return *this;
+}
+
+PendingFile::~PendingFile() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+Status PendingFile::commit(const std::string& target) {
+  if (::rename(path_.c_str(), target.c_str()) != 0)
+    return Error::from_errno("renaming " + path_ + " to " + target);
+  path_.clear();
+  return ok_status();
+}
+
 Result<PerfDataWriter> PerfDataWriter::create_file(const std::string& path,
                                                    std::vector<EventDesc> events, HostInfo host) {
   std::string temp = path + ".tmp." + std::to_string(getpid());
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd.valid()) return Error::from_errno("creating " + temp);
+  PendingFile pending(temp);
   auto sink = std::make_unique<FdSink>(std::move(fd), temp, true);
   auto w = create(std::move(sink), Mode::kFile, std::move(events), std::move(host));
-  if (!w) {
-    ::unlink(temp.c_str());
-    return w.error();
-  }
+  if (!w) return w.error();
   w->final_path_ = path;
-  w->temp_path_ = temp;
+  w->temp_ = std::move(pending);
   return w;
 }
 
@@ -65,9 +82,7 @@ Result<PerfDataWriter> PerfDataWriter::create(std::unique_ptr<ByteSink> sink, Mo
 PerfDataWriter::PerfDataWriter(PerfDataWriter&&) noexcept = default;
 PerfDataWriter& PerfDataWriter::operator=(PerfDataWriter&&) noexcept = default;
 
-PerfDataWriter::~PerfDataWriter() {
-  if (!closed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
-}
+PerfDataWriter::~PerfDataWriter() = default;
 
 Status PerfDataWriter::begin() {
   if (mode_ == Mode::kPipe) {
@@ -204,10 +219,7 @@ Status PerfDataWriter::close() {
   const auto* hp = reinterpret_cast<const uint8_t*>(&header);
   OFFWAKE_TRY(sink_->write_at(0, std::span(hp, sizeof header)));
   OFFWAKE_TRY(sink_->flush());
-  if (!temp_path_.empty()) {
-    if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0)
-      return Error::from_errno("renaming " + temp_path_ + " to " + final_path_);
-  }
+  if (!temp_.empty()) OFFWAKE_TRY(temp_.commit(final_path_));
   closed_ = true;
   return ok_status();
 }

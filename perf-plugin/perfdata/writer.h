@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "perfdata/features.h"
@@ -20,6 +21,23 @@
 namespace offwake::perfdata {
 
 enum class Mode { kFile, kPipe };
+
+// A file that is removed unless committed: the temporary output of file mode.
+class PendingFile {
+ public:
+  PendingFile() = default;
+  explicit PendingFile(std::string path) : path_(std::move(path)) {}
+  PendingFile(PendingFile&& o) noexcept : path_(std::exchange(o.path_, {})) {}
+  PendingFile& operator=(PendingFile&& o) noexcept;
+  ~PendingFile();
+  const std::string& path() const { return path_; }
+  bool empty() const { return path_.empty(); }
+  // Renames it to `target`; it is no longer removed.
+  Status commit(const std::string& target);
+
+ private:
+  std::string path_;
+};
 
 struct WriterStats {
   uint64_t records = 0;
@@ -40,7 +58,7 @@ class PerfDataWriter {
 
   PerfDataWriter(PerfDataWriter&&) noexcept;
   PerfDataWriter& operator=(PerfDataWriter&&) noexcept;
-  ~PerfDataWriter();  // without close(): the temporary file is removed
+  ~PerfDataWriter();  // without close(): the temporary file is removed (PendingFile)
 
   Status write(const SampleRecord& r);
   Status write(const CommRecord& r);
@@ -84,7 +102,8 @@ class PerfDataWriter {
   std::set<std::pair<std::string, std::string>> build_id_seen_;  // (filename, hex)
   uint64_t data_offset_ = 0;
   uint64_t first_time_ = UINT64_MAX, last_time_ = 0;
-  std::string final_path_, temp_path_;  // file mode only
+  std::string final_path_;  // file mode only
+  PendingFile temp_;
   bool closed_ = false;
   WriterStats stats_;
 };
