@@ -7,6 +7,13 @@
  *                                            task storage (last waking before switch-in wins).
  * sched_switch, next was blocked: add now - block start to the bucket of (blocked thread,
  *                                 stacks, state, waker, waker stacks).
+ * sched_switch, prev still marked blocked: the switch-in that ended its block was never seen.
+ *                                 On this kernel (6.18, paravirtualised) sched_switch now and
+ *                                 then does not fire at all for a switch, mostly out of the idle
+ *                                 task (perf -e sched:sched_switch misses the same switches).
+ *                                 The task is running, so the block is over: it is kept, ended
+ *                                 at its recorded wakeup (or now if none), and counted in
+ *                                 late_ends, instead of being silently overwritten.
  *
  * Stack ids come from one BPF_MAP_TYPE_STACK_TRACE map compared exactly (no
  * BPF_F_FAST_STACK_CMP): a hash match with different frames is reported as -EEXIST and
@@ -65,6 +72,7 @@ struct task_block {
 	__u32 waker_tgid;
 	__u32 waker_tid;
 	__u32 reserved;
+	__u64 wake_ts;  /* when the recorded waker woke the task */
 	__s64 waker_kern_stack_id;
 	__s64 waker_user_stack_id;
 	char comm[OFFWAKE_COMM_LEN];
@@ -225,7 +233,6 @@ static __always_inline void record_block(void *ctx, struct task_struct *prev, __
 			c->storage_failed++;
 		return;
 	}
-	bpf_printk("DBG rec tid=%d b=%lx oldts=%llu", prev->pid, (long)b, b->block_ts);
 	if (b->block_ts && c)
 		c->unended_blocks++;
 	b->state = state;
@@ -266,22 +273,15 @@ static __always_inline void aggregate(struct offwake_key *key, __u64 delta, stru
 		c->blocks++;
 }
 
-/* next is switched in: if it was blocked, its off-CPU interval ends now. */
-static __always_inline void end_block(struct task_struct *next, __u64 now)
+/* The block recorded in b (block_ts != 0) of task t ended at `end`: aggregate it. */
+static __always_inline void finish_block(struct task_struct *t, struct task_block *b, __u64 end,
+					 struct offwake_counters *c)
 {
-	struct offwake_counters *c;
 	struct offwake_key key;
-	struct task_block *b;
 	__u64 delta;
 
-	b = bpf_task_storage_get(&task_blocks, next, 0, 0);
-	if (task_wanted(next))
-		bpf_printk("DBG in tid=%d b=%lx ts=%llu", next->pid, (long)b, b ? b->block_ts : 0);
-	if (!b || !b->block_ts)
-		return;
-	delta = now - b->block_ts;
+	delta = end > b->block_ts ? end - b->block_ts : 0;
 	b->block_ts = 0;
-	c = cpu_counters();
 
 	if (delta < cfg.min_block_ns || (cfg.max_block_ns && delta > cfg.max_block_ns)) {
 		b->has_waker = 0;
@@ -291,8 +291,8 @@ static __always_inline void end_block(struct task_struct *next, __u64 now)
 	}
 
 	__builtin_memset(&key, 0, sizeof(key));
-	key.tgid = next->tgid;
-	key.tid = next->pid;
+	key.tgid = t->tgid;
+	key.tid = t->pid;
 	key.kern_stack_id = b->kern_stack_id;
 	key.user_stack_id = b->user_stack_id;
 	key.state = b->state;
@@ -315,19 +315,48 @@ static __always_inline void end_block(struct task_struct *next, __u64 now)
 	aggregate(&key, delta, c);
 }
 
+/* next is switched in: if it was blocked, its off-CPU interval ends now. */
+static __always_inline void end_block(struct task_struct *next, __u64 now)
+{
+	struct task_block *b;
+
+	b = bpf_task_storage_get(&task_blocks, next, 0, 0);
+	if (!b || !b->block_ts)
+		return;
+	finish_block(next, b, now, cpu_counters());
+}
+
+/* prev (== current) is being switched out, so it ran: if it is still marked blocked, the
+ * switch-in that ended that block did not reach us (no sched_switch fired for it). Its
+ * wakeup is the best end we know, if one was recorded during the block; else now, an upper
+ * bound. Done for every switch-out, whatever the state, so that a task that never blocks
+ * again (or exits) does not keep its block either. */
+static __always_inline void end_missed_block(struct task_struct *prev, __u64 now)
+{
+	struct offwake_counters *c;
+	struct task_block *b;
+	__u64 end = now;
+
+	b = bpf_task_storage_get(&task_blocks, prev, 0, 0);
+	if (!b || !b->block_ts)
+		return;
+	if (b->has_waker && b->wake_ts >= b->block_ts && b->wake_ts <= now)
+		end = b->wake_ts;
+	c = cpu_counters();
+	if (c)
+		c->late_ends++;
+	finish_block(prev, b, end, c);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offwake_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	if (task_wanted(prev) || task_wanted(next))
-		bpf_printk("DBG sw %d->%d preempt=%d", prev->pid, next->pid, preempt);
-	if (task_wanted(prev))
-		bpf_printk("DBG out tid=%d preempt=%d state=%x", prev->pid, preempt, prev_state);
-
 	/* A preempted task stays runnable whatever its state says; a task that had a signal
 	 * pending arrives here as TASK_RUNNING (0). */
+	end_missed_block(prev, now);
 	if (!preempt && (prev_state & cfg.state_mask &
 			 (OFFWAKE_STATE_INTERRUPTIBLE | OFFWAKE_STATE_UNINTERRUPTIBLE)))
 		record_block(ctx, prev, prev_state, now);
@@ -359,7 +388,6 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	}
 
 	irq = irq_context();
-	bpf_printk("DBG waking tid=%d irq=%x b=%lx", p->pid, irq, (long)b);
 	b->waker_kern_stack_id = stack_id(ctx, 0, OFFWAKE_KERNEL, c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
@@ -390,6 +418,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 			b->waker_user_stack_id = stack_id(ctx, BPF_F_USER_STACK, OFFWAKE_USER, c);
 		}
 	}
+	b->wake_ts = bpf_ktime_get_ns();
 	b->has_waker = 1;
 	if (c)
 		c->wakeups++;

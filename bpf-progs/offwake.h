@@ -73,7 +73,12 @@ struct offwake_counters {
 	__u64 irq_wakeups;          /* ... of which in interrupt context */
 	__u64 forks_followed;       /* tgids added to the target set by follow_forks */
 	__u64 unended_blocks;       /* a task blocked again before its previous block was seen
-	                             * to end (a switch-in was missed): the older one is lost */
+	                             * to end (a switch-in was missed): the older one is lost.
+	                             * Should stay 0: late_ends catches these first */
+	__u64 late_ends;            /* blocks whose switch-in sched_switch never fired (seen on
+	                             * this kernel for switches out of idle and some other tasks,
+	                             * by perf as well): kept, ended at the recorded wakeup time,
+	                             * or at the task's next switch-out if no wakeup was seen */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every

@@ -3,7 +3,7 @@
 namespace offwake {
 
 uint64_t RecordStats::lost_blocks() const {
-  return counters.agg_map_full + counters.storage_failed + recursion_misses;
+  return counters.agg_map_full + counters.storage_failed + counters.unended_blocks + recursion_misses;
 }
 
 std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
@@ -16,6 +16,8 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"wakeups", c.wakeups},
       {"irq_wakeups", c.irq_wakeups},
       {"missed_wakeups", c.missed_wakeups},
+      {"late_block_ends", c.late_ends},
+      {"lost_unended_blocks", c.unended_blocks},
       {"filtered_blocks", c.filtered},
       {"lost_blocks_map_full", c.agg_map_full},
       {"lost_blocks_map_full_ns", c.agg_map_full_ns},
@@ -55,16 +57,18 @@ void print_record_summary(FILE* out, const RecordStats& s) {
     stack_losses += c.stack_collision[h] + c.stack_walk_failed[h] + c.stack_map_full[h] + c.stack_other_error[h];
   stack_losses += s.kernel_lookup_failed + s.user_lookup_failed;
   fprintf(out,
-          "[ perf offwake record: lost %llu blocks (map full %llu, no task storage %llu, recursion %llu); "
+          "[ perf offwake record: lost %llu blocks (map full %llu, no task storage %llu, unended %llu, "
+          "recursion %llu); "
           "%llu stacks missing (collisions %llu, failed walks %llu, stack map full %llu); "
-          "%llu blocks without a waker ]\n",
+          "%llu blocks without a waker; %llu ended late (switch-in not traced) ]\n",
           (unsigned long long)s.lost_blocks(), (unsigned long long)c.agg_map_full,
-          (unsigned long long)c.storage_failed, (unsigned long long)s.recursion_misses,
+          (unsigned long long)c.storage_failed, (unsigned long long)c.unended_blocks,
+          (unsigned long long)s.recursion_misses,
           (unsigned long long)stack_losses,
           (unsigned long long)(c.stack_collision[0] + c.stack_collision[1]),
           (unsigned long long)(c.stack_walk_failed[0] + c.stack_walk_failed[1]),
           (unsigned long long)(c.stack_map_full[0] + c.stack_map_full[1]),
-          (unsigned long long)c.missed_wakeups);
+          (unsigned long long)c.missed_wakeups, (unsigned long long)c.late_ends);
 }
 
 }  // namespace offwake

@@ -172,7 +172,8 @@ std::string describe(const offwake_counters& c, uint64_t recursion_misses) {
   s << "blocks=" << c.blocks << " wakeups=" << c.wakeups << " irq_wakeups=" << c.irq_wakeups
     << " missed_wakeups=" << c.missed_wakeups << " filtered=" << c.filtered
     << " storage_failed=" << c.storage_failed << " agg_map_full=" << c.agg_map_full
-    << " unended=" << c.unended_blocks << " recursion_misses=" << recursion_misses;
+    << " unended=" << c.unended_blocks << " late_ends=" << c.late_ends
+    << " recursion_misses=" << recursion_misses;
   for (int h = 0; h < 2; ++h)
     s << (h ? " user:" : " kernel:") << " eexist=" << c.stack_collision[h]
       << " efault=" << c.stack_walk_failed[h] << " full=" << c.stack_map_full[h]
@@ -242,10 +243,11 @@ void check_against_truth(const std::string& workload, const Recording& rec, bool
     ASSERT_TRUE(waker_fn) << t.waker_function << " not in the symbol table of " << workload;
   }
 
-  uint64_t total = 0, count = 0, all_count = 0;
+  uint64_t total = 0, count = 0, all_count = 0, no_waker_count = 0;
   std::string seen;
   for (const auto& a : rec.aggregates) {
     all_count += a.value.count;
+    if (a.key.waker_flags & OFFWAKE_WAKER_NONE) no_waker_count += a.value.count;
     seen += describe(a.key, a.value) + "\n";
     if (static_cast<int>(a.key.tid) != t.tid) continue;
     auto user = frames_of(map, a.key.user_stack_id);
@@ -260,7 +262,10 @@ void check_against_truth(const std::string& workload, const Recording& rec, bool
     EXPECT_GT(a.value.max_ns, 0u);
     EXPECT_LE(a.value.max_ns, a.value.total_ns);
 
-    // The waker.
+    // The waker. On this kernel sched_waking (and sched_switch) now and then does not fire
+    // on a CPU leaving idle, perf sees the same gaps: such a block is kept without a waker
+    // and counted in missed_wakeups, which is checked below.
+    if (a.key.waker_flags == OFFWAKE_WAKER_NONE) continue;
     EXPECT_EQ(static_cast<int>(a.key.waker_tid), t.waker_tid);
     EXPECT_FALSE(frames_of(map, a.key.waker_kern_stack_id).empty());
     if (irq_waker) {
@@ -291,12 +296,15 @@ void check_against_truth(const std::string& workload, const Recording& rec, bool
   EXPECT_EQ(c.blocks, all_count);
   EXPECT_EQ(c.agg_map_full, 0u);
   EXPECT_EQ(c.storage_failed, 0u);
-  EXPECT_EQ(c.missed_wakeups, 0u);
+  // Every block without a waker is counted, and they stay rare (none in most recordings).
+  EXPECT_EQ(c.missed_wakeups, no_waker_count);
+  EXPECT_LE(c.missed_wakeups, 1u);
+  EXPECT_EQ(c.unended_blocks, 0u);  // a missed switch-in ends late (late_ends), never silently
   EXPECT_EQ(rec.recursion_misses, 0u);
   EXPECT_EQ(c.stack_collision[OFFWAKE_KERNEL] + c.stack_map_full[OFFWAKE_KERNEL], 0u);
   EXPECT_GE(c.wakeups, t.count);
   if (irq_waker) {
-    EXPECT_GE(c.irq_wakeups, t.count);
+    EXPECT_GE(c.irq_wakeups + c.missed_wakeups, t.count);
   }
 }
 
