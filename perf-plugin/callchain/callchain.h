@@ -31,6 +31,15 @@ class Callchain {
 
   void push(uint64_t ip, FrameContext context) { frames_.push_back({ip, context}); }
 
+  // Removes leading (leaf-side) frames of `context` while `drop(ip)` says so; returns how many.
+  template <typename Pred>
+  size_t drop_leading(FrameContext context, Pred drop) {
+    size_t n = 0;
+    while (n < frames_.size() && frames_[n].context == context && drop(frames_[n].ip)) ++n;
+    frames_.erase(frames_.begin(), frames_.begin() + static_cast<ptrdiff_t>(n));
+    return n;
+  }
+
   // Serialises with a context marker wherever the context changes (perf's layout).
   std::vector<uint64_t> to_perf_ips() const;
 

@@ -82,6 +82,7 @@ class Recorder {
   Result<bpf::LoaderOptions> loader_options() const;
   Status drain_tracking();
   Status write_aggregates();
+  std::optional<Kallsyms> kallsyms_;
 
   const RecordOptions& opt_;
   std::optional<Workload> workload_;
@@ -154,7 +155,8 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   tracking_->enable();
   auto kallsyms = Kallsyms::load();
   if (!kallsyms) return kallsyms.error();
-  auto kmap = kernel_mmap(*kallsyms);
+  kallsyms_.emplace(std::move(kallsyms).value());
+  auto kmap = kernel_mmap(*kallsyms_);
   if (!kmap) return kmap.error();
   OFFWAKE_TRY(writer_->write(*kmap));
   writer_->add_build_id(kernel_build_id_entry());
@@ -209,7 +211,7 @@ Status Recorder::write_aggregates() {
     c.sample_id = {p.tid, p.tid, time, ids_.waker, 0, 0};
     OFFWAKE_TRY(writer_->write(c));
   }
-  AggregateSamples convert(*stacks, ids_);
+  AggregateSamples convert(*stacks, ids_, &*kallsyms_);
   for (const auto& a : *aggregates) {
     auto [blocked, waker] = convert.convert(a, time);
     OFFWAKE_TRY(writer_->write(blocked));

@@ -10,6 +10,20 @@ const PseudoWaker* pseudo_waker(uint32_t flags) {
   return nullptr;
 }
 
+static bool tracing_frame(const Kallsyms& kallsyms, uint64_t ip) {
+  const KernelSymbol* sym = kallsyms.find(ip);
+  if (!sym) return false;
+  const std::string& n = sym->name;
+  return n.rfind("__traceiter_", 0) == 0 || n.rfind("bpf_trace_run", 0) == 0 ||
+         n.rfind("__bpf_trace_", 0) == 0 || n.rfind("bpf_prog_", 0) == 0;
+}
+
+Callchain AggregateSamples::build(StackIds ids) {
+  Callchain chain = builder_.build(ids);
+  if (kallsyms_) chain.drop_leading(FrameContext::kKernel, [&](uint64_t ip) { return tracing_frame(*kallsyms_, ip); });
+  return chain;
+}
+
 std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggregate& a,
                                                                                     uint64_t time) {
   const offwake_key& k = a.key;
@@ -19,7 +33,7 @@ std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::conv
   blocked.tid = k.tid;
   blocked.time = time;
   blocked.period = a.value.total_ns;
-  blocked.callchain = builder_.build(bpf::blocked_stacks(k));
+  blocked.callchain = build(bpf::blocked_stacks(k));
   blocked.ip = blocked.callchain.empty() ? 0 : blocked.callchain.frames().front().ip;
 
   // Interrupt wakers carry the interrupt's kernel stack; they and unknown wakers belong to a
@@ -31,7 +45,7 @@ std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::conv
   if (const PseudoWaker* p = pseudo_waker(k.waker_flags)) waker.pid = waker.tid = p->tid;
   waker.time = time;
   waker.period = a.value.total_ns;
-  waker.callchain = builder_.build(bpf::waker_stacks(k));
+  waker.callchain = build(bpf::waker_stacks(k));
   waker.ip = waker.callchain.empty() ? 0 : waker.callchain.frames().front().ip;
   if (waker.callchain.empty()) waker.misc = PERF_RECORD_MISC_KERNEL;
   return {std::move(blocked), std::move(waker)};

@@ -8,6 +8,7 @@
 #include "callchain/stack_ids.h"
 #include "perfdata/records.h"
 #include "record/offwake_events.h"
+#include "synth/kernel_maps.h"
 
 namespace offwake {
 
@@ -28,7 +29,11 @@ const PseudoWaker* pseudo_waker(uint32_t waker_flags);
 
 class AggregateSamples {
  public:
-  AggregateSamples(const StackTraceSource& stacks, OffwakeEventIds ids) : builder_(stacks), ids_(ids) {}
+  // With `kallsyms`, leaf kernel frames of the tracing machinery that reaches the BPF program
+  // (__traceiter_*, bpf_trace_run*) are dropped: how many there are varies from one unwind to
+  // the next, and they would split one blocking stack into several.
+  AggregateSamples(const StackTraceSource& stacks, OffwakeEventIds ids, const Kallsyms* kallsyms = nullptr)
+      : builder_(stacks), ids_(ids), kallsyms_(kallsyms) {}
 
   // The blocked sample then the waker sample of one aggregate, stamped with `time`.
   std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const bpf::Aggregate& a, uint64_t time);
@@ -38,8 +43,11 @@ class AggregateSamples {
   const StackLosses& user_losses() const { return builder_.user_losses(); }
 
  private:
+  Callchain build(StackIds ids);
+
   CallchainBuilder builder_;
   OffwakeEventIds ids_;
+  const Kallsyms* kallsyms_;
 };
 
 }  // namespace offwake
