@@ -387,5 +387,33 @@ TEST(Record, LossCountersStoredAndPrinted) {
   EXPECT_NE(strings.out.find("_stack_map_full="), std::string::npos);
 }
 
+// Ctrl-C and SIGTERM end a recording and still leave a complete file that perf reads.
+TEST(Record, SignalsEndTheRecordingWithACompleteFile) {
+  for (const char* sig : {"INT", "TERM"}) {
+    TempDir dir;
+    const std::string data = dir.file("perf.data");
+    auto r = run("(" + kOffwake + " record -a -o " + data + " & p=$!; sleep 2; kill -" + sig +
+                 " $p; wait $p)");
+    EXPECT_EQ(r.status, 0) << sig << ": " << r.err;
+    EXPECT_NE(r.err.find("Captured and wrote"), std::string::npos) << r.err;
+    auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+    EXPECT_EQ(script.status, 0);
+    EXPECT_EQ(script.err, "");
+    EXPECT_FALSE(parse_perf_script(script.out).empty()) << sig;
+  }
+}
+
+TEST(Record, WithoutPrivilegesOneLineError) {
+  TempDir dir;
+  chmod(dir.path().c_str(), 0777);
+  auto r = run("setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all " + kOffwake +
+               " record -o " + dir.file("perf.data") + " -- true");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("needs root, or CAP_BPF and CAP_PERFMON"), std::string::npos) << r.err;
+  struct stat st {};
+  EXPECT_NE(stat(dir.file("perf.data").c_str(), &st), 0) << "no output file on failure";
+}
+
 }  // namespace
 }  // namespace offwake::test
