@@ -1,12 +1,14 @@
 // perf offwake record: BPF on the scheduler tracepoints aggregates blocked time by
 // (blocked thread, its stacks, waker, waker's stacks); libperf tracks COMM/MMAP2/FORK/EXIT;
 // at the end every aggregate becomes an offwake-time sample and its offwake-waker sample.
+#include <bpf/bpf.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <sstream>
+#include <unordered_set>
 
 #include "bpf/libbpf_log.h"
 #include "bpf/offwake_loader.h"
@@ -40,6 +42,10 @@ struct RecordOptions {
   double duration = 0;
   uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0;
   bool verbose = false, quiet = false;
+  // --on-cpu: a perf sampling event in the same recording.
+  bool on_cpu = false;
+  std::string event = "cpu-clock";
+  uint64_t frequency = 0, period = 0;
 };
 
 Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
@@ -81,6 +87,7 @@ class Recorder {
  private:
   Result<bpf::LoaderOptions> loader_options() const;
   Status drain_tracking();
+  bool wanted_on_cpu(const perfdata::SampleRecord& s);
   Status write_aggregates();
   std::optional<Kallsyms> kallsyms_;
 
@@ -90,6 +97,7 @@ class Recorder {
   std::optional<TrackingEvents> tracking_;
   std::optional<perfdata::PerfDataWriter> writer_;
   OffwakeEventIds ids_;
+  std::unordered_set<uint32_t> target_cache_;
   RecordStats stats_;
   int workload_status_ = 0;
 };
@@ -116,8 +124,28 @@ Result<bpf::LoaderOptions> Recorder::loader_options() const {
   return lo;
 }
 
+// On-CPU samples are taken on every CPU; keep those of the threads being recorded. The
+// process set lives in the BPF map, which grows as a followed command forks.
+bool Recorder::wanted_on_cpu(const perfdata::SampleRecord& s) {
+  if (opt_.tid) return s.tid == opt_.tid;
+  if (opt_.pids.empty() && (!workload_ || opt_.all_cpus)) return true;
+  if (target_cache_.count(s.pid)) return true;
+  uint8_t present = 0;
+  if (bpf_map_lookup_elem(bpf_->target_tgids_fd(), &s.pid, &present) != 0) return false;
+  target_cache_.insert(s.pid);
+  return true;
+}
+
 Status Recorder::drain_tracking() {
-  return tracking_->drain([&](const perfdata::Record& r) { return writer_->write(r); });
+  return tracking_->drain([&](const perfdata::Record& r) -> Status {
+    if (const auto* s = std::get_if<perfdata::SampleRecord>(&r)) {
+      if (!wanted_on_cpu(*s)) return ok_status();
+      ++stats_.on_cpu_samples;
+    } else if (const auto* l = std::get_if<perfdata::LostRecord>(&r)) {
+      stats_.perf_lost += l->lost;
+    }
+    return writer_->write(r);
+  });
 }
 
 Status Recorder::run(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
@@ -137,12 +165,20 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   if (!bpf) return bpf.error();
   bpf_.emplace(std::move(bpf).value());
 
-  auto tracking = TrackingEvents::open();
+  SamplingConfig sampling;
+  if (opt_.on_cpu) {
+    OFFWAKE_TRY(parse_sampling_event(opt_.event, sampling));
+    sampling.use_frequency = opt_.period == 0;
+    if (opt_.frequency) sampling.frequency = opt_.frequency;
+    sampling.period = opt_.period;
+    sampling.max_stack = static_cast<uint16_t>(bpf_->stack_depth());
+  }
+  auto tracking = TrackingEvents::open(opt_.on_cpu ? &sampling : nullptr);
   if (!tracking) return tracking.error();
   tracking_.emplace(std::move(tracking).value());
 
-  std::vector<perfdata::EventDesc> events = offwake_events(ids_ = pick_event_ids({tracking_->event()}));
-  events.push_back(tracking_->event());
+  std::vector<perfdata::EventDesc> events = offwake_events(ids_ = pick_event_ids(tracking_->events()));
+  for (const auto& e : tracking_->events()) events.push_back(e);
   auto host = collect_host_info(argv);
   bool pipe = opt_.output == "-";
   auto writer = pipe ? perfdata::PerfDataWriter::create_pipe(UniqueFd(dup(STDOUT_FILENO)), events, host)
@@ -255,6 +291,10 @@ int cmd_record(const std::vector<std::string>& args) {
       uint_option(0, "stack-storage-size", "n", &o.stack_entries, "entries of the BPF stack map (default 16384)"),
       uint_option(0, "map-size", "n", &o.map_entries, "entries of the BPF aggregation map (default 16384)"),
       uint_option(0, "max-stack", "n", &o.max_stack, "frames per stack (default kernel.perf_event_max_stack)"),
+      flag_option(0, "on-cpu", &o.on_cpu, "also sample on-CPU stacks with a perf event (-e, -F, -c)"),
+      string_option('e', "event", "event", &o.event, "--on-cpu event: cpu-clock (default), task-clock, cycles, ..."),
+      uint_option('F', "freq", "hz", &o.frequency, "--on-cpu sampling frequency (default 4000)"),
+      uint_option('c', "count", "n", &o.period, "--on-cpu sampling period in events (instead of -F)"),
       flag_option('v', "verbose", &o.verbose, "be more verbose (libbpf's messages)"),
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };
@@ -278,6 +318,18 @@ int cmd_record(const std::vector<std::string>& args) {
   }
   if (o.max_block_us && o.max_block_us < o.min_block_us) {
     fprintf(stderr, "perf offwake record: --max-block is below --min-block\n");
+    return kExitUsage;
+  }
+  if (!o.on_cpu && (o.frequency || o.period || o.event != "cpu-clock")) {
+    fprintf(stderr, "perf offwake record: -e, -F and -c go with --on-cpu\n");
+    return kExitUsage;
+  }
+  if (o.frequency && o.period) {
+    fprintf(stderr, "perf offwake record: -F and -c exclude each other\n");
+    return kExitUsage;
+  }
+  if (SamplingConfig check; o.on_cpu && !parse_sampling_event(o.event, check)) {
+    fprintf(stderr, "perf offwake record: %s\n", parse_sampling_event(o.event, check).error().message().c_str());
     return kExitUsage;
   }
   if (auto m = parse_state(o.state); !m) {

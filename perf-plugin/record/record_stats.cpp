@@ -34,6 +34,8 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"kernel_stack_lookup_failed", kernel_lookup_failed},
       {"user_stack_lookup_failed", user_lookup_failed},
       {"tracking_records_skipped", tracking_undecodable},
+      {"on_cpu_samples", on_cpu_samples},
+      {"perf_records_lost", perf_lost},
   };
 }
 
@@ -50,8 +52,13 @@ void print_record_summary(FILE* out, const RecordStats& s) {
   fprintf(out, "[ perf offwake record: %llu blocks, %llu wakeups, %.3f s blocked, %llu distinct stacks ]\n",
           (unsigned long long)c.blocks, (unsigned long long)c.wakeups, s.blocked_ns / 1e9,
           (unsigned long long)s.keys);
-  fprintf(out, "[ perf offwake record: Captured and wrote %.3f MB %s (%llu samples) ]\n", s.bytes / 1048576.0,
-          s.output.c_str(), (unsigned long long)(2 * s.keys));
+  fprintf(out, "[ perf offwake record: Captured and wrote %.3f MB %s (%llu samples", s.bytes / 1048576.0,
+          s.output.c_str(), (unsigned long long)(2 * s.keys + s.on_cpu_samples));
+  if (s.on_cpu_samples || s.perf_lost) {
+    fprintf(out, ", of which %llu on-CPU; %llu perf records lost", (unsigned long long)s.on_cpu_samples,
+            (unsigned long long)s.perf_lost);
+  }
+  fprintf(out, ") ]\n");
   uint64_t stack_losses = 0;
   for (int h : {OFFWAKE_KERNEL, OFFWAKE_USER})
     stack_losses += c.stack_collision[h] + c.stack_walk_failed[h] + c.stack_map_full[h] + c.stack_other_error[h];

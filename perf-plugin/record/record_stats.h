@@ -22,6 +22,8 @@ struct RecordStats {
   uint64_t kernel_lookup_failed = 0;  // stack ids whose entries could not be read back
   uint64_t user_lookup_failed = 0;
   uint64_t tracking_undecodable = 0;  // ring-buffer records of unknown type
+  uint64_t on_cpu_samples = 0;        // --on-cpu samples written
+  uint64_t perf_lost = 0;             // records the kernel dropped from perf ring buffers (LOST)
   uint64_t bytes = 0;
   std::string output;
 

@@ -1,6 +1,9 @@
-// The perf side of a recording, through libperf: a dummy software event on every CPU that
-// makes the kernel report COMM, MMAP2 (with build ids), FORK and EXIT of every task while
-// we record, so that every stack symbolizes, including those of processes gone by report time.
+// The perf side of a recording, through libperf, on every CPU:
+// - a dummy software event that makes the kernel report COMM, MMAP2 (with build ids), FORK and
+//   EXIT of every task while we record, so that every stack symbolizes, including those of
+//   processes gone by report time;
+// - optionally (--on-cpu) a sampling event with callchains: its samples are decoded into the
+//   same SampleRecord/Callchain types as the BPF stacks and written by the same encoder.
 #pragma once
 
 #include <functional>
@@ -20,10 +23,25 @@ namespace offwake {
 constexpr uint64_t kSampleIdLayout =
     PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 
+// What --on-cpu samples: an event (cpu-clock by default) by frequency or by period.
+struct SamplingConfig {
+  std::string name = "cpu-clock";  // as perf names it; see parse_sampling_event()
+  uint32_t type = PERF_TYPE_SOFTWARE;
+  uint64_t config = PERF_COUNT_SW_CPU_CLOCK;
+  bool use_frequency = true;
+  uint64_t frequency = 4000;  // Hz, with use_frequency
+  uint64_t period = 0;        // events per sample, without
+  uint16_t max_stack = 127;
+};
+
+// "cpu-clock", "task-clock", "cycles", "instructions", ... into type/config.
+Status parse_sampling_event(const std::string& name, SamplingConfig& out);
+
 class TrackingEvents {
  public:
-  // Opens and mmaps the tracking event on every online CPU; not enabled yet.
-  static Result<TrackingEvents> open(unsigned mmap_pages = 64);
+  // Opens and mmaps the tracking event (and the sampling event, if any) on every online
+  // CPU; not enabled yet.
+  static Result<TrackingEvents> open(const SamplingConfig* sampling = nullptr, unsigned mmap_pages = 128);
 
   TrackingEvents(TrackingEvents&&) noexcept;
   TrackingEvents& operator=(TrackingEvents&&) noexcept;
@@ -32,13 +50,15 @@ class TrackingEvents {
   void enable();
   void disable();
 
-  // The event as it goes into perf.data: attr, name and the kernel's sample ids.
-  const perfdata::EventDesc& event() const { return event_; }
+  // The events as they go into perf.data: attr, name and the kernel's sample ids. The
+  // tracking event is first.
+  const std::vector<perfdata::EventDesc>& events() const { return events_; }
 
   // Waits up to timeout_ms for data.
   void poll(int timeout_ms);
-  // Hands every record in the ring buffers to `emit`, decoded. Counts what could not be
-  // decoded in undecodable().
+  // Hands every record in the ring buffers to `emit`, decoded (samples with their
+  // Callchain). Counts what could not be decoded in undecodable(); the kernel's own losses
+  // arrive as LOST records and are passed on.
   Status drain(const std::function<Status(const perfdata::Record&)>& emit);
   uint64_t undecodable() const { return undecodable_; }
 
@@ -58,7 +78,7 @@ class TrackingEvents {
   std::unique_ptr<perf_cpu_map, CpusDeleter> cpus_;
   std::unique_ptr<perf_thread_map, ThreadsDeleter> threads_;
   std::unique_ptr<perf_evlist, EvlistDeleter> evlist_;
-  perfdata::EventDesc event_;
+  std::vector<perfdata::EventDesc> events_;
   uint64_t undecodable_ = 0;
 };
 

@@ -1,0 +1,148 @@
+// End to end, as root: on-CPU perf samples and off-CPU BPF samples in one recording
+// (`perf offwake record --on-cpu`), the wall-clock script over both, and pipe mode through
+// perf inject, all read by the real perf.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "support/perf_script.h"
+#include "support/run.h"
+
+namespace offwake::test {
+namespace {
+
+const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
+const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
+const std::string kWallclock = OFFWAKE_SOURCE_DIR "/scripts/offwake-wallclock.py";
+
+uint64_t spin_truth(const std::string& out) {
+  auto at = out.find("on_cpu_ns=");
+  return at == std::string::npos ? 0 : std::stoull(out.substr(at + 10));
+}
+
+void expect_near(uint64_t recorded, uint64_t truth, double tolerance, const std::string& what) {
+  ASSERT_GT(truth, 0u) << what;
+  double err = std::abs(static_cast<double>(recorded) - static_cast<double>(truth)) / truth;
+  EXPECT_LT(err, tolerance) << what << ": recorded " << recorded << ", truth " << truth;
+}
+
+TEST(OnCpu, SpinningAndBlockingFunctionsInTheirOwnEvents) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto rec = run(kOffwake + " record --on-cpu -o " + data + " -- " + kWorkloads + "wl_spin_block");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  EXPECT_NE(rec.err.find("on-CPU; 0 perf records lost"), std::string::npos) << rec.err;
+  auto truth = parse_truth(rec.out);
+  ASSERT_EQ(truth.size(), 1u) << rec.out;
+  const Truth& t = truth[0];
+
+  auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+  ASSERT_EQ(script.status, 0);
+  EXPECT_EQ(script.err, "");
+  uint64_t on_cpu = 0, spin_leaf = 0, blocked = 0;
+  for (const auto& s : parse_perf_script(script.out)) {
+    if (s.tid != t.tid || s.frames.empty()) continue;
+    if (s.event == "cpu-clock") {
+      on_cpu += s.period;
+      if (s.frames[0].sym == "wl_spin_for") spin_leaf += s.period;
+    } else if (s.event == "offwake-time") {
+      EXPECT_FALSE(s.has_frame("wl_spin_for"));
+      if (s.has_frame("wl_block_for")) blocked += s.period;
+    }
+  }
+  // The thread spins half of the time: most on-CPU time is in wl_spin_for, all of the
+  // off-CPU time in wl_block_for.
+  EXPECT_GT(spin_leaf, on_cpu * 8 / 10);
+  expect_near(on_cpu, spin_truth(rec.out), 0.10, "on-CPU ns (cpu-clock sampling)");
+  expect_near(blocked, t.blocked_ns, 0.05, "off-CPU ns");
+
+  auto report = run("perf report --stdio --no-children --sort sym -g none -i " + data);
+  EXPECT_EQ(report.err, "");
+  auto cpu = report.out.find("of event 'cpu-clock'");
+  ASSERT_NE(cpu, std::string::npos) << report.out;
+  std::istringstream lines(report.out.substr(cpu));
+  std::string line;
+  std::getline(lines, line);  // the rest of the "# Samples: ... of event 'cpu-clock'" line
+  while (std::getline(lines, line) && (line.empty() || line[0] == '#')) {
+  }
+  EXPECT_NE(line.find("wl_spin_for"), std::string::npos) << "top on-CPU symbol: " << line;
+}
+
+TEST(OnCpu, WallclockScriptSumsBothInNanoseconds) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto rec = run(kOffwake + " record --on-cpu -o " + data + " -- " + kWorkloads + "wl_spin_block");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto truth = parse_truth(rec.out);
+  ASSERT_EQ(truth.size(), 1u);
+  auto folded = run("perf script -i " + data + " -s " + kWallclock);
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  uint64_t spin = 0, block = 0;
+  std::istringstream in(folded.out);
+  for (std::string line; std::getline(in, line);) {
+    auto sp = line.rfind(' ');
+    std::string stack = line.substr(0, sp);
+    uint64_t ns = std::stoull(line.substr(sp + 1));
+    if (stack.rfind("wl_spin_block;", 0) != 0) continue;
+    if (stack.size() >= 12 && stack.compare(stack.size() - 12, 12, ";wl_spin_for") == 0) spin += ns;
+    if (stack.find(";wl_block_for;") != std::string::npos && stack.find(";[off-cpu]") != std::string::npos) block += ns;
+  }
+  expect_near(spin, spin_truth(rec.out), 0.10, "on-CPU ns in wl_spin_for");
+  expect_near(block, truth[0].blocked_ns, 0.05, "off-CPU ns in wl_block_for");
+  EXPECT_NE(folded.err.find("offwake-wallclock: on-CPU"), std::string::npos) << folded.err;
+}
+
+TEST(OnCpu, OptionErrors) {
+  auto no_on_cpu = run(kOffwake + " record -F 99 -- true");
+  EXPECT_EQ(no_on_cpu.status, 129);
+  EXPECT_NE(no_on_cpu.err.find("go with --on-cpu"), std::string::npos);
+  auto unknown = run(kOffwake + " record --on-cpu -e no-such-event -- true");
+  EXPECT_EQ(unknown.status, 129);
+  EXPECT_NE(unknown.err.find("unknown event 'no-such-event'"), std::string::npos) << unknown.err;
+  auto both = run(kOffwake + " record --on-cpu -F 99 -c 1000 -- true");
+  EXPECT_EQ(both.status, 129);
+}
+
+// Stacks of the blocked thread in its named function: "sym;sym;..." -> ns.
+std::map<std::string, uint64_t> stacks_of(const std::vector<ScriptSample>& samples, const Truth& t) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& s : samples) {
+    if (s.event != "offwake-time" || s.tid != t.tid || !s.has_frame(t.function)) continue;
+    std::string key;
+    for (const auto& f : s.frames) key += f.sym + ";";
+    out[key] += s.period;
+  }
+  return out;
+}
+
+TEST(PipeMode, SameSamplesAsFileModeAndThroughPerfInject) {
+  TempDir dir;
+  auto file = run(kOffwake + " record -o " + dir.file("file.data") + " -- " + kWorkloads + "wl_condvar -n 10");
+  ASSERT_EQ(file.status, 0) << file.err;
+  auto pipe = run(kOffwake + " record -o - -- " + kWorkloads + "wl_condvar -n 10 | perf inject -o " +
+                  dir.file("injected.data"));
+  ASSERT_EQ(pipe.status, 0) << pipe.err;
+  auto file_truth = parse_truth(file.out), pipe_truth = parse_truth(pipe.err);
+  ASSERT_EQ(file_truth.size(), 1u);
+  ASSERT_EQ(pipe_truth.size(), 1u) << pipe.err;
+
+  auto from_file = run(std::string("perf script ") + kPerfScriptFields + " -i " + dir.file("file.data"));
+  auto from_inject = run(std::string("perf script ") + kPerfScriptFields + " -i " + dir.file("injected.data"));
+  EXPECT_EQ(from_inject.err, "");
+  auto a = stacks_of(parse_perf_script(from_file.out), file_truth[0]);
+  auto b = stacks_of(parse_perf_script(from_inject.out), pipe_truth[0]);
+  ASSERT_FALSE(a.empty());
+  // The same blocking stacks, symbolized the same way, each with its own run's truth.
+  ASSERT_EQ(a.size(), b.size());
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) EXPECT_EQ(ia->first, ib->first);
+  uint64_t sum_a = 0, sum_b = 0;
+  for (auto& [k, v] : a) sum_a += v;
+  for (auto& [k, v] : b) sum_b += v;
+  expect_near(sum_a, file_truth[0].blocked_ns, 0.05, "file mode");
+  expect_near(sum_b, pipe_truth[0].blocked_ns, 0.05, "pipe mode via perf inject");
+}
+
+}  // namespace
+}  // namespace offwake::test

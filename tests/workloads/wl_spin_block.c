@@ -1,0 +1,45 @@
+/* On-CPU and off-CPU in one process: the main thread alternates between burning the CPU in
+ * wl_spin_for() and sleeping in wl_block_for() (a clock_nanosleep issued inline, so that
+ * wl_block_for is the user leaf). Prints the truth of both:
+ *   truth tid=T function=wl_block_for blocked_ns=N count=C waker_tid=0 waker_function=[hardirq]
+ *   spin tid=T function=wl_spin_for on_cpu_ns=N
+ *   wl_spin_block [-n ROUNDS] [-m MS]  (each round spins MS and sleeps MS) */
+#include "wl_common.h"
+
+static volatile uint64_t sink;
+
+WL_NOINLINE void wl_spin_for(long ms)
+{
+	uint64_t end = wl_now_ns() + (uint64_t)ms * 1000000ull;
+
+	/* Read the clock rarely, so that samples land in this function, not in the vDSO. */
+	while (wl_now_ns() < end)
+		for (int i = 0; i < 100000; i++)
+			sink++;
+}
+
+WL_NOINLINE uint64_t wl_block_for(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	uint64_t t0 = wl_now_ns();
+
+	wl_syscall4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (long)&ts, 0);
+	return wl_now_ns() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	long count = 20, ms = 20, i;
+	uint64_t blocked = 0, spin_start, spun = 0;
+
+	wl_parse_args(argc, argv, &count, &ms);
+	for (i = 0; i < count; i++) {
+		spin_start = wl_now_ns();
+		wl_spin_for(ms);
+		spun += wl_now_ns() - spin_start;
+		blocked += wl_block_for(ms);
+	}
+	wl_print_truth(wl_gettid(), "wl_block_for", blocked, count, 0, "[hardirq]");
+	printf("spin tid=%d function=wl_spin_for on_cpu_ns=%llu\n", wl_gettid(), (unsigned long long)spun);
+	return 0;
+}
