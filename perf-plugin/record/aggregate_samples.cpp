@@ -35,6 +35,13 @@ std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::conv
   blocked.period = a.value.total_ns;
   blocked.callchain = build(bpf::blocked_stacks(k));
   blocked.ip = blocked.callchain.empty() ? 0 : blocked.callchain.frames().front().ip;
+  OffwakeRaw raw;
+  raw.state = k.state;
+  raw.count = a.value.count;
+  raw.max_ns = a.value.max_ns;
+  raw.waker_flags = k.waker_flags;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&raw);
+  blocked.raw.assign(bytes, bytes + sizeof raw);
 
   // Interrupt wakers carry the interrupt's kernel stack; they and unknown wakers belong to a
   // pseudo-thread whose comm names them.

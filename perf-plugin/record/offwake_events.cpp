@@ -22,7 +22,9 @@ static perfdata::EventDesc sample_event(const char* name, uint64_t id) {
 }
 
 std::vector<perfdata::EventDesc> offwake_events(OffwakeEventIds ids) {
-  return {sample_event(kOffwakeTimeEvent, ids.time), sample_event(kOffwakeWakerEvent, ids.waker)};
+  perfdata::EventDesc time = sample_event(kOffwakeTimeEvent, ids.time);
+  time.attr.sample_type |= PERF_SAMPLE_RAW;
+  return {time, sample_event(kOffwakeWakerEvent, ids.waker)};
 }
 
 OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others) {

@@ -13,6 +13,18 @@
 namespace offwake {
 
 constexpr const char* kOffwakeTimeEvent = "offwake-time";
+
+// The PERF_SAMPLE_RAW payload of an offwake-time sample: what the aggregate knows beyond the
+// period. perf script prints it as "BPF output"; our readers decode it.
+struct OffwakeRaw {
+  uint32_t version = 1;
+  uint32_t state = 0;        // task state at switch-out (S = 0x1, D = 0x2, plus modifiers)
+  uint64_t count = 0;        // blocks summed in this sample
+  uint64_t max_ns = 0;       // the longest of them
+  uint32_t waker_flags = 0;  // OFFWAKE_WAKER_* (hardirq, softirq, nmi, none, kthread)
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(OffwakeRaw) == 32);
 constexpr const char* kOffwakeWakerEvent = "offwake-waker";
 
 struct OffwakeEventIds {

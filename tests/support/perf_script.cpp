@@ -34,6 +34,7 @@ std::vector<ScriptSample> parse_perf_script(const std::string& text) {
       ScriptFrame frame;
       std::string ip;
       f >> ip;
+      if (ip.empty() || ip.find_first_not_of("0123456789abcdef") != std::string::npos) continue;  // e.g. "BPF output:"
       frame.ip = std::stoull(ip, nullptr, 16);
       std::getline(f >> std::ws, frame.sym);
       out.back().frames.push_back(frame);
