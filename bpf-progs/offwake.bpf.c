@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Off-CPU time with blocked and waker stacks, aggregated in the kernel.
+/* Off-CPU time with blocked and waker stacks, aggregated in the kernel, or (timeline mode)
+ * sent block by block through a ring buffer.
  *
  * sched_switch, prev blocks (not preempted, state has S/D): remember when, its stacks and state
  *                                                          in prev's task storage.
  * sched_waking, runs in the waker's context: remember the waker and its stacks in the wakee's
  *                                            task storage (last waking before switch-in wins).
  * sched_switch, next was blocked: add now - block start to the bucket of (blocked thread,
- *                                 stacks, state, waker, waker stacks).
+ *                                 stacks, state, waker, waker stacks); in timeline mode, send
+ *                                 that key with the block's start and end as one event.
  * sched_switch, prev still marked blocked: the switch-in that ended its block was never seen.
  *                                 On this kernel (6.18, paravirtualised) sched_switch now and
  *                                 then does not fire at all for a switch, mostly out of the idle
@@ -93,6 +95,13 @@ struct {
 	__type(value, struct offwake_value);
 	__uint(max_entries, 16384);
 } aggregates SEC(".maps");
+
+/* Timeline mode only. The loader sizes it (a power-of-2 number of pages); in aggregated mode
+ * it is one page, and the cfg.timeline branch that writes it is dead code for the verifier. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -273,14 +282,43 @@ static __always_inline void aggregate(struct offwake_key *key, __u64 delta, stru
 		c->blocks++;
 }
 
-/* The block recorded in b (block_ts != 0) of task t ended at `end`: aggregate it. */
+/* Timeline mode: the block as one event. A full ring buffer loses it, counted. */
+static __always_inline void send_event(const struct offwake_key *key, __u64 start, __u64 end,
+				       struct offwake_counters *c)
+{
+	struct offwake_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		if (c) {
+			c->ringbuf_drops++;
+			c->ringbuf_drops_ns += end - start;
+		}
+		return;
+	}
+	__builtin_memcpy(&e->key, key, sizeof(e->key));
+	e->start_ns = start;
+	e->end_ns = end;
+	e->cpu = bpf_get_smp_processor_id();
+	e->reserved = 0;
+	/* Default wakeup policy: the reader is woken only when it has caught up. */
+	bpf_ringbuf_submit(e, 0);
+	if (c)
+		c->blocks++;
+}
+
+/* The block recorded in b (block_ts != 0) of task t ended at `end`: aggregate it, or send it
+ * in timeline mode. */
 static __always_inline void finish_block(struct task_struct *t, struct task_block *b, __u64 end,
 					 struct offwake_counters *c)
 {
 	struct offwake_key key;
+	__u64 start = b->block_ts;
 	__u64 delta;
 
-	delta = end > b->block_ts ? end - b->block_ts : 0;
+	if (end < start)
+		end = start;
+	delta = end - start;
 	b->block_ts = 0;
 
 	if (delta < cfg.min_block_ns || (cfg.max_block_ns && delta > cfg.max_block_ns)) {
@@ -312,7 +350,10 @@ static __always_inline void finish_block(struct task_struct *t, struct task_bloc
 		if (c)
 			c->missed_wakeups++;
 	}
-	aggregate(&key, delta, c);
+	if (cfg.timeline)
+		send_event(&key, start, end, c);
+	else
+		aggregate(&key, delta, c);
 }
 
 /* next is switched in: if it was blocked, its off-CPU interval ends now. */

@@ -52,6 +52,19 @@ struct offwake_value {
 	__u64 max_ns;   /* longest single block; best effort (not atomic against a racing CPU) */
 };
 
+/* Timeline mode (offwake_config.timeline): one block, sent through the `events` ring buffer
+ * instead of being added to a bucket. The key is filled exactly as in aggregated mode.
+ * Times are bpf_ktime_get_ns() (CLOCK_MONOTONIC). The ring buffer is in reservation order,
+ * which is end_ns order per thread but only roughly across threads (CPUs race, and a late
+ * end is dated back to the recorded wakeup): a reader that needs global order must sort. */
+struct offwake_event {
+	struct offwake_key key;
+	__u64 start_ns; /* switch-out */
+	__u64 end_ns;   /* switch-in, or the late end (see late_ends) */
+	__u32 cpu;      /* CPU on which the end was seen */
+	__u32 reserved;
+};
+
 /* Index into the [2] arrays of struct offwake_counters. */
 #define OFFWAKE_KERNEL 0
 #define OFFWAKE_USER 1
@@ -68,7 +81,7 @@ struct offwake_counters {
 	__u64 storage_failed;       /* blocks or wakeups dropped: no task storage could be had */
 	__u64 missed_wakeups;       /* blocks ended with no recorded waker (kept, WAKER_NONE) */
 	__u64 filtered;             /* blocks ended but dropped by --min-block/--max-block */
-	__u64 blocks;               /* blocks aggregated */
+	__u64 blocks;               /* blocks aggregated, or in timeline mode sent as events */
 	__u64 wakeups;              /* wakeups recorded at sched_waking */
 	__u64 irq_wakeups;          /* ... of which in interrupt context */
 	__u64 forks_followed;       /* tgids added to the target set by follow_forks */
@@ -79,6 +92,8 @@ struct offwake_counters {
 	                             * this kernel for switches out of idle and some other tasks,
 	                             * by perf as well): kept, ended at the recorded wakeup time,
 	                             * or at the task's next switch-out if no wakeup was seen */
+	__u64 ringbuf_drops;        /* timeline mode: blocks lost, the ring buffer was full */
+	__u64 ringbuf_drops_ns;     /* ... and their blocked time */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every
@@ -95,7 +110,7 @@ struct offwake_config {
 	__u32 follow_forks;        /* children of target tgids become targets */
 	__u32 irq_detect;          /* preempt_count_from_rq is valid: mark interrupt wakers */
 	__u32 kernel_stack_skip;   /* leading kernel frames to drop (the BPF program's own) */
-	__u32 reserved;
+	__u32 timeline;            /* send each block to the events ring buffer, do not aggregate */
 	/* Distance from this CPU's runqueue to its preempt_count, both static per-CPU
 	 * variables (vmlinux BTF DATASEC .data..percpu). x86 keeps preempt_count per CPU, and
 	 * without CONFIG_KALLSYMS_ALL a __ksym for it does not load; the runqueue is

@@ -52,6 +52,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, std::optional<int64_t> 
   cfg.kernel_threads_only = o.kernel_threads_only;
   cfg.follow_forks = o.follow_forks;
   cfg.kernel_stack_skip = o.kernel_stack_skip;
+  cfg.timeline = o.timeline;
   cfg.irq_detect = pc_from_rq.has_value();
   cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
 }
@@ -116,6 +117,10 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (o.tgids.size() > o.max_tgids) return Error("more target processes than max_tgids", E2BIG);
   if (o.follow_forks && o.tgids.empty()) return Error("follow_forks needs target processes", EINVAL);
   if (o.kernel_stack_skip > BPF_F_SKIP_FIELD_MASK) return Error("kernel stack skip too large", EINVAL);
+  const uint32_t page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+  if (o.timeline && (o.ringbuf_bytes < page || (o.ringbuf_bytes & (o.ringbuf_bytes - 1)) != 0))
+    return Error("ring buffer size must be a power of 2 and at least one page (" +
+                     std::to_string(page) + " bytes)", EINVAL);
   OFFWAKE_TRY(probe_kernel_support());
 
   auto sysctl_depth = perf_event_max_stack();
@@ -140,6 +145,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
       {s->maps.stack_traces, o.stack_map_entries, "stack map"},
       {s->maps.aggregates, o.aggregate_entries, "aggregation map"},
       {s->maps.target_tgids, o.max_tgids ? o.max_tgids : 1, "target process map"},
+      // Never written in aggregated mode: the smallest size a ring buffer can have.
+      {s->maps.events, o.timeline ? o.ringbuf_bytes : page, "timeline ring buffer"},
   };
   for (const auto& m : sizes) {
     if (m.entries == 0) return Error(std::string(m.what) + " needs at least one entry", EINVAL);
@@ -155,6 +162,11 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
     return with_log(permission_hint(Error("loading BPF object", libbpf_errno(err))), log);
 
   OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), pc_from_rq.has_value());
+  if (o.timeline) {
+    auto reader = EventReader::open(bpf.events_map_fd());
+    if (!reader) return reader.error();
+    bpf.events_ = std::move(reader).value();
+  }
   for (uint32_t tgid : o.tgids) OFFWAKE_TRY(bpf.add_target_tgid(tgid));
   if (!o.cgroup_path.empty()) {
     UniqueFd cg(open(o.cgroup_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -238,9 +250,22 @@ Result<StackTraceMap> OffwakeBpf::stack_trace_map() const {
   return StackTraceMap::from_fd(stack_traces_fd());
 }
 
+Result<size_t> OffwakeBpf::poll_events(int timeout_ms, const EventCallback& cb) {
+  if (!events_) return Error("reading timeline events: not loaded in timeline mode", EINVAL);
+  return events_->poll(timeout_ms, cb);
+}
+
+Result<size_t> OffwakeBpf::consume_events(const EventCallback& cb) {
+  if (!events_) return Error("reading timeline events: not loaded in timeline mode", EINVAL);
+  return events_->consume(cb);
+}
+
+int OffwakeBpf::events_fd() const { return events_ ? events_->epoll_fd() : -1; }
+
 int OffwakeBpf::aggregates_fd() const { return bpf_map__fd(skel_->maps.aggregates); }
 int OffwakeBpf::counters_fd() const { return bpf_map__fd(skel_->maps.counters); }
 int OffwakeBpf::stack_traces_fd() const { return bpf_map__fd(skel_->maps.stack_traces); }
 int OffwakeBpf::target_tgids_fd() const { return bpf_map__fd(skel_->maps.target_tgids); }
+int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
 
 }  // namespace offwake::bpf

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bpf/aggregates.h"
+#include "bpf/event_reader.h"
 #include "bpf/stack_trace_map.h"
 #include "offwake.h"
 #include "util/result.h"
@@ -40,6 +41,13 @@ struct LoaderOptions {
   // Leading kernel frames dropped from every kernel stack: the walk starts inside the BPF
   // program, which the x86 ORC unwinder reports as junk frames (2 on Linux 6.18).
   uint32_t kernel_stack_skip = 2;
+
+  // --timeline: each block becomes one struct offwake_event in a BPF ring buffer, read with
+  // poll_events()/consume_events(), instead of being aggregated. The filters apply alike.
+  bool timeline = false;
+  // Ring buffer size in timeline mode: a power of 2, a multiple of the page size. Events
+  // that do not fit are dropped and counted (ringbuf_drops). Aggregated mode uses one page.
+  uint32_t ringbuf_bytes = 8u << 20;
 };
 
 class OffwakeBpf {
@@ -69,10 +77,23 @@ class OffwakeBpf {
   // The stack map, holding its own fd reference.
   Result<StackTraceMap> stack_trace_map() const;
 
+  // Timeline mode: reads the events waiting in the ring buffer, after waiting up to
+  // timeout_ms for some (0: no wait, for a recorder that polls its perf fds itself and
+  // calls this every round). Returns how many `cb` was given. An error from `cb` stops the
+  // reading and is returned. Events come in ring-buffer order: see struct offwake_event.
+  // An error outside timeline mode.
+  Result<size_t> poll_events(int timeout_ms, const EventCallback& cb);
+  // Reads everything left, without waiting: after detach(), at the end of a recording.
+  Result<size_t> consume_events(const EventCallback& cb);
+  // An epoll fd that is readable when events wait (timeline mode; -1 otherwise).
+  int events_fd() const;
+  bool timeline() const { return events_ != nullptr; }
+
   int aggregates_fd() const;
   int counters_fd() const;
   int stack_traces_fd() const;
   int target_tgids_fd() const;
+  int events_map_fd() const;
   uint32_t stack_depth() const { return stack_depth_; }
   // Whether interrupt-context wakers can be told apart on this kernel (x86: preempt_count
   // located through vmlinux BTF). Without it wakers carry OFFWAKE_WAKER_IRQ_UNKNOWN.
@@ -91,6 +112,7 @@ class OffwakeBpf {
         irq_detection_(irq_detection) {}
 
   SkelPtr skel_;
+  std::unique_ptr<EventReader> events_;  // timeline mode; after skel_: freed before its map
   uint32_t stack_depth_;
   bool filter_tgids_;
   bool irq_detection_;

@@ -46,6 +46,9 @@ struct RecordOptions {
   bool on_cpu = false;
   std::string event = "cpu-clock";
   uint64_t frequency = 0, period = 0;
+  // --timeline: one sample per block, with its real time, through a BPF ring buffer.
+  bool timeline = false;
+  uint64_t ringbuf_mb = 8;
 };
 
 Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
@@ -89,7 +92,10 @@ class Recorder {
   Status drain_tracking();
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
   Status write_aggregates();
+  Status write_events(bool drain);
   std::optional<Kallsyms> kallsyms_;
+  std::optional<bpf::StackTraceMap> stack_map_;
+  std::optional<AggregateSamples> converter_;
 
   const RecordOptions& opt_;
   std::optional<Workload> workload_;
@@ -121,6 +127,8 @@ Result<bpf::LoaderOptions> Recorder::loader_options() const {
   lo.stack_map_entries = static_cast<uint32_t>(opt_.stack_entries);
   lo.aggregate_entries = static_cast<uint32_t>(opt_.map_entries);
   lo.max_stack_depth = static_cast<uint32_t>(opt_.max_stack);
+  lo.timeline = opt_.timeline;
+  lo.ringbuf_bytes = static_cast<uint32_t>(opt_.ringbuf_mb << 20);
   return lo;
 }
 
@@ -200,6 +208,18 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) { return writer_->write(r); }));
   OFFWAKE_TRY(writer_->finished_init());
 
+  auto stacks = bpf_->stack_trace_map();
+  if (!stacks) return stacks.error();
+  stack_map_.emplace(std::move(stacks).value());
+  converter_.emplace(*stack_map_, ids_, &*kallsyms_);
+  for (const PseudoWaker& p : kPseudoWakers) {
+    perfdata::CommRecord c;
+    c.pid = c.tid = p.tid;
+    c.comm = p.comm;
+    c.sample_id = {p.tid, p.tid, 0, ids_.waker, 0, 0};
+    OFFWAKE_TRY(writer_->write(c));
+  }
+
   OFFWAKE_TRY(bpf_->attach());
   const uint64_t start = monotonic_ns();
   if (workload_) OFFWAKE_TRY(workload_->start());
@@ -208,7 +228,14 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   while (!g_stop) {
     tracking_->poll(100);
     OFFWAKE_TRY(drain_tracking());
-    OFFWAKE_TRY(writer_->finished_round());
+    if (opt_.timeline) {
+      OFFWAKE_TRY(write_events(false));
+    } else {
+      // Aggregated mode writes its samples at the end; rounds bound perf's sorting of the rest.
+      // Timeline mode writes none: a block ended late is dated back to its wakeup, older than
+      // a round perf may have flushed already, so perf sorts the whole file instead.
+      OFFWAKE_TRY(writer_->finished_round());
+    }
     if (workload_ && workload_->exited()) break;
     if (deadline && monotonic_ns() >= deadline) break;
   }
@@ -230,24 +257,43 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   return ok_status();
 }
 
+// --timeline: every block the ring buffer holds becomes its pair of samples now. With
+// `drain` (after detach), also the ones programs still running on other CPUs submit late:
+// read until the kernel's count of sent blocks is reached, or a second has passed.
+Status Recorder::write_events(bool drain) {
+  auto write = [&](const offwake_event& e) -> Status {
+    auto [blocked, waker] = converter_->convert(e);
+    OFFWAKE_TRY(writer_->write(blocked));
+    OFFWAKE_TRY(writer_->write(waker));
+    ++stats_.timeline_events;
+    stats_.blocked_ns += blocked.period;
+    return ok_status();
+  };
+  if (!drain) {
+    auto n = bpf_->poll_events(0, write);
+    return n ? ok_status() : Status(n.error());
+  }
+  const uint64_t deadline = monotonic_ns() + 1'000'000'000ull;
+  for (;;) {
+    auto n = bpf_->consume_events(write);
+    if (!n) return n.error();
+    auto counters = bpf_->read_counters();
+    if (!counters) return counters.error();
+    if (stats_.timeline_events >= counters->blocks || monotonic_ns() > deadline) return ok_status();
+    usleep(10'000);
+  }
+}
+
 Status Recorder::write_aggregates() {
   auto aggregates = bpf_->read_aggregates();
   if (!aggregates) return aggregates.error();
   auto counters = bpf_->read_counters();
   if (!counters) return counters.error();
   auto misses = bpf_->recursion_misses();
-  auto stacks = bpf_->stack_trace_map();
-  if (!stacks) return stacks.error();
+  if (opt_.timeline) OFFWAKE_TRY(write_events(true));
 
   const uint64_t time = monotonic_ns();
-  for (const PseudoWaker& p : kPseudoWakers) {
-    perfdata::CommRecord c;
-    c.pid = c.tid = p.tid;
-    c.comm = p.comm;
-    c.sample_id = {p.tid, p.tid, time, ids_.waker, 0, 0};
-    OFFWAKE_TRY(writer_->write(c));
-  }
-  AggregateSamples convert(*stacks, ids_, &*kallsyms_);
+  AggregateSamples& convert = *converter_;
   for (const auto& a : *aggregates) {
     auto [blocked, waker] = convert.convert(a, time);
     OFFWAKE_TRY(writer_->write(blocked));
@@ -291,6 +337,8 @@ int cmd_record(const std::vector<std::string>& args) {
       uint_option(0, "stack-storage-size", "n", &o.stack_entries, "entries of the BPF stack map (default 16384)"),
       uint_option(0, "map-size", "n", &o.map_entries, "entries of the BPF aggregation map (default 16384)"),
       uint_option(0, "max-stack", "n", &o.max_stack, "frames per stack (default kernel.perf_event_max_stack)"),
+      flag_option(0, "timeline", &o.timeline, "one sample per block with its real time (BPF ring buffer), not aggregated"),
+      uint_option(0, "ringbuf-size", "mb", &o.ringbuf_mb, "--timeline ring buffer size in MiB, a power of two (default 8)"),
       flag_option(0, "on-cpu", &o.on_cpu, "also sample on-CPU stacks with a perf event (-e, -F, -c)"),
       string_option('e', "event", "event", &o.event, "--on-cpu event: cpu-clock (default), task-clock, cycles, ..."),
       uint_option('F', "freq", "hz", &o.frequency, "--on-cpu sampling frequency (default 4000)"),
@@ -330,6 +378,10 @@ int cmd_record(const std::vector<std::string>& args) {
   }
   if (SamplingConfig check; o.on_cpu && !parse_sampling_event(o.event, check)) {
     fprintf(stderr, "perf offwake record: %s\n", parse_sampling_event(o.event, check).error().message().c_str());
+    return kExitUsage;
+  }
+  if (o.ringbuf_mb == 0 || (o.ringbuf_mb & (o.ringbuf_mb - 1)) || o.ringbuf_mb > 1024) {
+    fprintf(stderr, "perf offwake record: --ringbuf-size must be a power of two from 1 to 1024 MiB\n");
     return kExitUsage;
   }
   if (auto m = parse_state(o.state); !m) {

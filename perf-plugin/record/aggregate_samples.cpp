@@ -58,4 +58,12 @@ std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::conv
   return {std::move(blocked), std::move(waker)};
 }
 
+std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::convert(const offwake_event& e) {
+  const uint64_t ns = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
+  bpf::Aggregate one{e.key, offwake_value{ns, 1, ns}};
+  auto samples = convert(one, e.end_ns);
+  samples.first.cpu = samples.second.cpu = e.cpu;
+  return samples;
+}
+
 }  // namespace offwake

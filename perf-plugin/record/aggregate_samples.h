@@ -37,6 +37,8 @@ class AggregateSamples {
 
   // The blocked sample then the waker sample of one aggregate, stamped with `time`.
   std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const bpf::Aggregate& a, uint64_t time);
+  // The same for one block of --timeline: stamped with its end, on the CPU where it ended.
+  std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const offwake_event& e);
 
   // Stacks that could not be had, per half, over blocked and waker stacks alike.
   const StackLosses& kernel_losses() const { return builder_.kernel_losses(); }

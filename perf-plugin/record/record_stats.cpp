@@ -3,7 +3,8 @@
 namespace offwake {
 
 uint64_t RecordStats::lost_blocks() const {
-  return counters.agg_map_full + counters.storage_failed + counters.unended_blocks + recursion_misses;
+  return counters.agg_map_full + counters.storage_failed + counters.unended_blocks + counters.ringbuf_drops +
+         recursion_misses;
 }
 
 std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
@@ -17,6 +18,9 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"irq_wakeups", c.irq_wakeups},
       {"missed_wakeups", c.missed_wakeups},
       {"late_block_ends", c.late_ends},
+      {"lost_ringbuf_drops", c.ringbuf_drops},
+      {"lost_ringbuf_drops_ns", c.ringbuf_drops_ns},
+      {"timeline_events", timeline_events},
       {"lost_unended_blocks", c.unended_blocks},
       {"filtered_blocks", c.filtered},
       {"lost_blocks_map_full", c.agg_map_full},
@@ -49,11 +53,17 @@ perfdata::Bytes RecordStats::encode() const {
 
 void print_record_summary(FILE* out, const RecordStats& s) {
   const offwake_counters& c = s.counters;
-  fprintf(out, "[ perf offwake record: %llu blocks, %llu wakeups, %.3f s blocked, %llu distinct stacks ]\n",
-          (unsigned long long)c.blocks, (unsigned long long)c.wakeups, s.blocked_ns / 1e9,
-          (unsigned long long)s.keys);
+  if (s.timeline_events) {
+    fprintf(out, "[ perf offwake record: %llu blocks, %llu wakeups, %.3f s blocked, %llu timeline events ]\n",
+            (unsigned long long)c.blocks, (unsigned long long)c.wakeups, s.blocked_ns / 1e9,
+            (unsigned long long)s.timeline_events);
+  } else {
+    fprintf(out, "[ perf offwake record: %llu blocks, %llu wakeups, %.3f s blocked, %llu distinct stacks ]\n",
+            (unsigned long long)c.blocks, (unsigned long long)c.wakeups, s.blocked_ns / 1e9,
+            (unsigned long long)s.keys);
+  }
   fprintf(out, "[ perf offwake record: Captured and wrote %.3f MB %s (%llu samples", s.bytes / 1048576.0,
-          s.output.c_str(), (unsigned long long)(2 * s.keys + s.on_cpu_samples));
+          s.output.c_str(), (unsigned long long)(2 * (s.keys + s.timeline_events) + s.on_cpu_samples));
   if (s.on_cpu_samples || s.perf_lost) {
     fprintf(out, ", of which %llu on-CPU; %llu perf records lost", (unsigned long long)s.on_cpu_samples,
             (unsigned long long)s.perf_lost);
@@ -65,12 +75,12 @@ void print_record_summary(FILE* out, const RecordStats& s) {
   stack_losses += s.kernel_lookup_failed + s.user_lookup_failed;
   fprintf(out,
           "[ perf offwake record: lost %llu blocks (map full %llu, no task storage %llu, unended %llu, "
-          "recursion %llu); "
+          "ring buffer full %llu, recursion %llu); "
           "%llu stacks missing (collisions %llu, failed walks %llu, stack map full %llu); "
           "%llu blocks without a waker; %llu ended late (switch-in not traced) ]\n",
           (unsigned long long)s.lost_blocks(), (unsigned long long)c.agg_map_full,
           (unsigned long long)c.storage_failed, (unsigned long long)c.unended_blocks,
-          (unsigned long long)s.recursion_misses,
+          (unsigned long long)c.ringbuf_drops, (unsigned long long)s.recursion_misses,
           (unsigned long long)stack_losses,
           (unsigned long long)(c.stack_collision[0] + c.stack_collision[1]),
           (unsigned long long)(c.stack_walk_failed[0] + c.stack_walk_failed[1]),

@@ -16,6 +16,7 @@ constexpr int kFeatOffwakeStats = 255;
 struct RecordStats {
   uint64_t duration_ns = 0;
   uint64_t keys = 0;          // aggregates written (one offwake-time + one offwake-waker sample each)
+  uint64_t timeline_events = 0;  // --timeline: blocks written as their own samples
   uint64_t blocked_ns = 0;    // summed over them
   offwake_counters counters{};
   uint64_t recursion_misses = 0;      // BPF program runs the kernel skipped

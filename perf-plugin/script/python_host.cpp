@@ -1,0 +1,144 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "script/python_host.h"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace offwake::script {
+
+PyRef& PyRef::operator=(PyRef&& r) noexcept {
+  if (this != &r) {
+    Py_XDECREF(o_);
+    o_ = r.release();
+  }
+  return *this;
+}
+
+PyRef::~PyRef() { Py_XDECREF(o_); }
+
+namespace {
+
+PyModuleDef offwake_module = {PyModuleDef_HEAD_INIT, "perf_offwake",
+                              "Run by perf offwake script: the host's version and what it adds to param_dict.",
+                              -1, nullptr, nullptr, nullptr, nullptr, nullptr};
+
+PyObject* init_offwake_module() {
+  PyObject* m = PyModule_Create(&offwake_module);
+  if (m) {
+    PyModule_AddStringConstant(m, "version", OFFWAKE_VERSION);
+    PyModule_AddStringConstant(m, "host", "perf-offwake");
+  }
+  return m;
+}
+
+// perf's scripts do `from perf_trace_context import *`; the module exists (empty: its
+// functions serve tracepoint handlers, which off-wake data has none of).
+PyModuleDef trace_context_module = {PyModuleDef_HEAD_INIT, "perf_trace_context",
+                                    "Present for compatibility with perf script; empty.", -1,
+                                    nullptr, nullptr, nullptr, nullptr, nullptr};
+
+PyObject* init_trace_context_module() { return PyModule_Create(&trace_context_module); }
+
+}  // namespace
+
+Error ScriptHost::python_error(const std::string& what) {
+  if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyRef code(value ? PyObject_GetAttrString(value, "code") : nullptr);
+    PyErr_Clear();
+    exit_status_ = 0;
+    if (code && PyLong_Check(code.get())) {
+      exit_status_ = static_cast<int>(PyLong_AsLong(code.get()));
+    } else if (code && code.get() != Py_None) {
+      PyRef text(PyObject_Str(code.get()));
+      if (text) fprintf(stderr, "%s\n", PyUnicode_AsUTF8(text.get()));
+      exit_status_ = 1;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return Error(script_ + ": exited with status " + std::to_string(exit_status_));
+  }
+  PyErr_Print();  // the traceback, on stderr
+  exit_status_ = 1;
+  return Error(script_ + ": Python error in " + what);
+}
+
+Result<std::unique_ptr<ScriptHost>> ScriptHost::start(const std::string& script, const std::vector<std::string>& args) {
+  FILE* fp = fopen(script.c_str(), "r");
+  if (!fp) return Error::from_errno("opening script " + script);
+  std::unique_ptr<FILE, int (*)(FILE*)> file(fp, fclose);
+
+  if (PyImport_AppendInittab("perf_offwake", init_offwake_module) < 0 ||
+      PyImport_AppendInittab("perf_trace_context", init_trace_context_module) < 0)
+    return Error("registering the built-in Python modules");
+
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.parse_argv = 0;
+  config.install_signal_handlers = 0;  // Ctrl-C stays ours
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(script.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  PyStatus st = PyConfig_SetBytesArgv(&config, static_cast<Py_ssize_t>(argv.size()), argv.data());
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(st))
+    return Error(std::string("starting Python: ") + (st.err_msg ? st.err_msg : "failed"));
+
+  std::unique_ptr<ScriptHost> host(new ScriptHost());
+  host->script_ = script;
+  PyObject* main = PyImport_AddModule("__main__");  // borrowed
+  host->globals_ = PyModule_GetDict(main);          // borrowed
+
+  // sys.path[0] = the script's folder, as `python3 script.py` has it.
+  std::string dir = std::filesystem::absolute(script).parent_path().string();
+  PyObject* path = PySys_GetObject("path");  // borrowed
+  PyRef d(PyUnicode_FromString(dir.c_str()));
+  if (path && d) PyList_Insert(path, 0, d.get());
+  PyRef file_name(PyUnicode_FromString(script.c_str()));
+  PyDict_SetItemString(host->globals_, "__file__", file_name.get());
+
+  PyRef result(PyRun_FileExFlags(file.release(), script.c_str(), Py_file_input, host->globals_, host->globals_, 1,
+                                 nullptr));
+  if (!result) return host->python_error("the script's top level");
+
+  auto handler = [&](const char* name) -> PyObject* {
+    PyObject* f = PyDict_GetItemString(host->globals_, name);  // borrowed
+    return (f && PyCallable_Check(f)) ? f : nullptr;
+  };
+  host->trace_begin_ = handler("trace_begin");
+  host->process_event_ = handler("process_event");
+  host->trace_end_ = handler("trace_end");
+  return host;
+}
+
+ScriptHost::~ScriptHost() {
+  if (Py_IsInitialized()) {
+    fflush(stdout);
+    Py_FinalizeEx();
+  }
+}
+
+Status ScriptHost::call(PyObject* fn, PyObject* args, const char* what) {
+  if (!fn) return ok_status();
+  PyRef r(PyObject_CallObject(fn, args));
+  if (!r) return python_error(what);
+  return ok_status();
+}
+
+Status ScriptHost::trace_begin() { return call(trace_begin_, nullptr, "trace_begin()"); }
+Status ScriptHost::trace_end() { return call(trace_end_, nullptr, "trace_end()"); }
+
+Status ScriptHost::process_event(PyRef dict) {
+  if (!process_event_) return ok_status();
+  PyRef args(PyTuple_Pack(1, dict.get()));
+  if (!args) return python_error("process_event()");
+  return call(process_event_, args.get(), "process_event()");
+}
+
+}  // namespace offwake::script

@@ -1,0 +1,136 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "script/sample_dict.h"
+
+#include <cstring>
+
+#include "offwake.h"
+#include "record/offwake_events.h"
+
+namespace offwake::script {
+
+namespace {
+
+// Sets d[key] = v and drops our reference to v.
+void set(PyObject* d, const char* key, PyObject* v) {
+  if (!v) return;
+  PyDict_SetItemString(d, key, v);
+  Py_DECREF(v);
+}
+
+PyObject* u64(uint64_t v) { return PyLong_FromUnsignedLongLong(v); }
+PyObject* str(const std::string& s) { return PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"); }
+
+FrameContext context_of(uint16_t misc) {
+  switch (misc & PERF_RECORD_MISC_CPUMODE_MASK) {
+    case PERF_RECORD_MISC_KERNEL: return FrameContext::kKernel;
+    case PERF_RECORD_MISC_HYPERVISOR: return FrameContext::kHypervisor;
+    case PERF_RECORD_MISC_GUEST_KERNEL: return FrameContext::kGuestKernel;
+    case PERF_RECORD_MISC_GUEST_USER: return FrameContext::kGuestUser;
+    default: return FrameContext::kUser;
+  }
+}
+
+PyObject* symbol_dict(const symbolize::Symbol& s) {
+  PyObject* d = PyDict_New();
+  set(d, "start", u64(s.start));
+  set(d, "end", u64(s.end));
+  set(d, "binding", u64(s.binding));
+  set(d, "name", str(s.name));
+  return d;
+}
+
+const char* state_letters(uint32_t state) {
+  if (state & 0x2) return "D";
+  if (state & 0x1) return "S";
+  return "R";
+}
+
+const char* waker_context(uint32_t flags) {
+  if (flags & OFFWAKE_WAKER_NONE) return "none";
+  if (flags & OFFWAKE_WAKER_NMI) return "nmi";
+  if (flags & OFFWAKE_WAKER_HARDIRQ) return "hardirq";
+  if (flags & OFFWAKE_WAKER_SOFTIRQ) return "softirq";
+  return "thread";
+}
+
+}  // namespace
+
+// perf names a thread it never saw a COMM for ":TID".
+std::string SampleDicts::thread_name(uint32_t tid) const {
+  return sym_.has_comm(tid) ? sym_.comm(tid) : ":" + std::to_string(tid);
+}
+
+PyRef SampleDicts::callchain(uint32_t pid, const Callchain& chain) {
+  PyRef list(PyList_New(0));
+  for (const symbolize::ResolvedFrame& f : sym_.resolve_cached(pid, chain)) {
+    PyRef frame(PyDict_New());
+    set(frame.get(), "ip", u64(f.ip));
+    if (f.sym) {
+      set(frame.get(), "sym", symbol_dict(*f.sym));
+      set(frame.get(), "sym_off", u64(f.symoff));
+    }
+    if (f.mapped) set(frame.get(), "dso", str(f.dso));
+    PyList_Append(list.get(), frame.get());
+  }
+  return list;
+}
+
+Result<PyRef> SampleDicts::build(const perfdata::EventDesc& event, const perfdata::SampleRecord& s) {
+  PyRef dict(PyDict_New());
+  if (!dict) return Error("Python: out of memory");
+  PyObject* d = dict.get();
+  set(d, "ev_name", str(event.name));
+  set(d, "attr", PyBytes_FromStringAndSize(reinterpret_cast<const char*>(&event.attr), sizeof event.attr));
+
+  PyObject* sample = PyDict_New();
+  set(sample, "pid", u64(s.pid));
+  set(sample, "tid", u64(s.tid));
+  set(sample, "cpu", u64(s.cpu));
+  set(sample, "ip", u64(s.ip));
+  set(sample, "time", u64(s.time));
+  set(sample, "period", u64(s.period));
+  set(sample, "phys_addr", u64(0));
+  set(sample, "addr", u64(s.addr));
+  set(sample, "cpumode", u64(s.misc & PERF_RECORD_MISC_CPUMODE_MASK));
+  set(d, "sample", sample);
+  set(d, "raw_buf", PyBytes_FromStringAndSize(reinterpret_cast<const char*>(s.raw.data()),
+                                              static_cast<Py_ssize_t>(s.raw.size())));
+  set(d, "comm", str(thread_name(s.tid)));
+
+  symbolize::ResolvedFrame top = sym_.resolve(s.pid, s.ip, context_of(s.misc));
+  if (top.mapped) set(d, "dso", str(top.dso));
+  if (top.sym) {
+    set(d, "symbol", str(top.sym->name));
+    set(d, "symoff", u64(top.symoff));
+  }
+  set(d, "callchain", callchain(s.pid, s.callchain).release());
+  return dict;
+}
+
+Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& blocked, const perfdata::SampleRecord* waker) {
+  if (blocked.raw.size() >= sizeof(OffwakeRaw)) {
+    OffwakeRaw raw;
+    std::memcpy(&raw, blocked.raw.data(), sizeof raw);
+    set(d, "state", PyUnicode_FromString(state_letters(raw.state)));
+    set(d, "count", u64(raw.count));
+    set(d, "max_ns", u64(raw.max_ns));
+    if (waker) {
+      PyObject* w = PyDict_New();
+      set(w, "comm", str(thread_name(waker->tid)));
+      set(w, "pid", u64(waker->pid));
+      set(w, "tid", u64(waker->tid));
+      set(w, "context", PyUnicode_FromString(waker_context(raw.waker_flags)));
+      set(w, "callchain", callchain(waker->pid, waker->callchain).release());
+      set(d, "waker", w);
+    }
+  }
+  if (PyErr_Occurred()) {
+    PyErr_Print();
+    return Error("building the off-wake keys");
+  }
+  return ok_status();
+}
+
+}  // namespace offwake::script

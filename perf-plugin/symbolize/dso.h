@@ -1,0 +1,56 @@
+// Dso: one binary that samples land in (an ELF file, the kernel, a perf-PID.map), named as
+// perf names it, with its symbols loaded on first use and lookups cached per address.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "perfdata/records.h"
+#include "symbolize/symbol_table.h"
+
+namespace offwake::symbolize {
+
+enum class DsoKind : uint8_t {
+  kElf,      // a file: its debug file, build-id cache copy or itself
+  kKernel,   // "[kernel.kallsyms]": /proc/kallsyms, or the build-id cache's copy
+  kPerfMap,  // "/tmp/perf-PID.map" of JIT code: "START SIZE name" lines
+  kNoFile,   // "[heap]", "[stack]"...: a name, no symbols
+};
+
+enum class DsoState : uint8_t { kUnloaded, kLoaded, kMissing, kBuildIdMismatch };
+
+class Dso {
+ public:
+  Dso(std::string name, perfdata::BuildId build_id, DsoKind kind);
+
+  const std::string& name() const { return name_; }
+  const perfdata::BuildId& build_id() const { return build_id_; }
+  DsoKind kind() const { return kind_; }
+  // Loads the symbols on first use.
+  DsoState state();
+  // The symbol holding `addr` (in the DSO's address space), or nullptr; cached.
+  const Symbol* find(uint64_t addr);
+  const SymbolTable& table() { state(); return table_; }
+  // Where the symbols came from, "" if nowhere.
+  const std::string& source() const { return source_; }
+
+ private:
+  void load();
+  void load_elf();
+  void load_kernel();
+  void load_perf_map();
+
+  std::string name_;
+  perfdata::BuildId build_id_;
+  DsoKind kind_;
+  DsoState state_ = DsoState::kUnloaded;
+  std::string source_;
+  SymbolTable table_;
+  std::unordered_map<uint64_t, const Symbol*> cache_;
+};
+
+// $HOME/.debug, perf's build-id cache.
+std::string build_id_cache_dir();
+
+}  // namespace offwake::symbolize

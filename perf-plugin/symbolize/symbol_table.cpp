@@ -1,0 +1,151 @@
+#include "symbolize/symbol_table.h"
+
+#include <cxxabi.h>
+#include <elf.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+namespace offwake::symbolize {
+namespace {
+
+size_t leading_underscores(const std::string& s) {
+  size_t n = 0;
+  while (n < s.size() && s[n] == '_') ++n;
+  return n;
+}
+
+// Of two symbols at one address, whether perf keeps `a` over `b`: one with a size, then a
+// non-weak one, then a global one, then fewer leading underscores, then the longer name; on a
+// tie the first one.
+bool keep_first(const Symbol& a, const Symbol& b) {
+  bool a_sized = a.end > a.start, b_sized = b.end > b.start;
+  if (a_sized != b_sized) return a_sized;
+  bool a_weak = a.binding == STB_WEAK, b_weak = b.binding == STB_WEAK;
+  if (a_weak != b_weak) return b_weak;
+  bool a_global = a.binding == STB_GLOBAL, b_global = b.binding == STB_GLOBAL;
+  if (a_global != b_global) return a_global;
+  size_t ua = leading_underscores(a.name), ub = leading_underscores(b.name);
+  if (ua != ub) return ua < ub;
+  if (a.name.size() != b.name.size()) return a.name.size() > b.name.size();
+  return true;
+}
+
+bool is_module_symbol(const Symbol& s) { return s.name.find('[') != std::string::npos; }
+
+uint64_t next_page(uint64_t addr) { return (addr + 4095) / 4096 * 4096 + 4096; }
+
+// The index of the ')' that closes the parameter list ending `s` at `end`, scanning back.
+size_t matching_open(const std::string& s, size_t close) {
+  int depth = 0;
+  for (size_t i = close + 1; i-- > 0;) {
+    if (s[i] == ')') ++depth;
+    if (s[i] == '(' && --depth == 0) return i;
+  }
+  return std::string::npos;
+}
+
+// The position after the return type of "ret name", or 0: the last space outside brackets
+// that is not part of an operator name.
+size_t name_begin(const std::string& s) {
+  int depth = 0;
+  size_t begin = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '<' || c == '(' || c == '[') ++depth;
+    if (c == '>' || c == ')' || c == ']') --depth;
+    if (c == ' ' && depth == 0) {
+      if (s.compare(i >= 8 ? i - 8 : 0, 8, "operator") == 0) continue;  // "operator new"
+      begin = i + 1;
+    }
+  }
+  return begin;
+}
+
+}  // namespace
+
+void SymbolTable::add(std::string name, uint64_t start, uint64_t size, uint8_t binding) {
+  symbols_.push_back(Symbol{std::move(name), start, start + size, binding});
+}
+
+void SymbolTable::finish(bool kallsyms) {
+  std::stable_sort(symbols_.begin(), symbols_.end(),
+                   [](const Symbol& a, const Symbol& b) { return a.start < b.start; });
+  // Ends first, then duplicates: perf's order, which makes the last of several size-less
+  // symbols at one address the only one with a size, hence the one kept.
+  for (size_t i = 0; i + 1 < symbols_.size(); ++i) {
+    Symbol& s = symbols_[i];
+    if (s.end != s.start) continue;
+    const Symbol& next = symbols_[i + 1];
+    if (kallsyms && is_module_symbol(s) != is_module_symbol(next))
+      s.end = next_page(s.start);
+    else
+      s.end = next.start;
+  }
+  if (!symbols_.empty() && symbols_.back().end == symbols_.back().start)
+    symbols_.back().end = next_page(symbols_.back().start);
+
+  std::vector<Symbol> kept;
+  kept.reserve(symbols_.size());
+  for (Symbol& s : symbols_) {
+    if (!kept.empty() && kept.back().start == s.start) {
+      if (!keep_first(kept.back(), s)) kept.back() = std::move(s);
+      continue;
+    }
+    kept.push_back(std::move(s));
+  }
+  symbols_ = std::move(kept);
+  if (kallsyms) {
+    for (Symbol& s : symbols_) {
+      size_t tab = s.name.find('\t');
+      if (tab != std::string::npos) s.name.resize(tab);
+    }
+  }
+}
+
+void SymbolTable::add_final(std::vector<Symbol> symbols) {
+  if (symbols.empty()) return;
+  for (Symbol& s : symbols) symbols_.push_back(std::move(s));
+  std::stable_sort(symbols_.begin(), symbols_.end(),
+                   [](const Symbol& a, const Symbol& b) { return a.start < b.start; });
+}
+
+const Symbol* SymbolTable::find(uint64_t addr) const {
+  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), addr,
+                             [](uint64_t a, const Symbol& s) { return a < s.start; });
+  if (it == symbols_.begin()) return nullptr;
+  --it;
+  return addr < it->end ? &*it : nullptr;
+}
+
+std::string demangle(const std::string& name) {
+  if (name.size() < 3 || name.compare(0, 2, "_Z") != 0) return name;
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> full(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
+                                                    &std::free);
+  if (status != 0 || !full) return name;
+  std::string s = full.get();
+  // Special names (thunks, clones for transactions, vtables...) keep their parameters.
+  for (const char* special : {"virtual thunk to ", "non-virtual thunk to ", "covariant return thunk to ",
+                              "transaction clone for ", "non-transaction clone for ", "vtable for ",
+                              "VTT for ", "construction vtable for ", "typeinfo for ", "typeinfo name for ",
+                              "guard variable for ", "TLS init function for ", "TLS wrapper function for ",
+                              "reference temporary ", "hidden alias for "})
+    if (s.rfind(special, 0) == 0) return s;
+  // " [clone .cold]" and the like follow the parameters: perf shows neither.
+  size_t clone = s.find(" [clone ");
+  if (clone != std::string::npos) s.resize(clone);
+  // Drop cv/ref qualifiers of a member function, then the parameter list.
+  size_t close = s.find_last_of(')');
+  if (close != std::string::npos && s.find_first_not_of(" constvolatile&", close + 1) == std::string::npos) {
+    size_t open = matching_open(s, close);
+    if (open != std::string::npos && open > 0) {
+      s.resize(open);
+      s = s.substr(name_begin(s));
+    }
+  }
+  return s;
+}
+
+}  // namespace offwake::symbolize

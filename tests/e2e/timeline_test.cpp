@@ -1,0 +1,125 @@
+// End to end, as root: `perf offwake record --timeline` writes one sample per block, with the
+// block's real end time, read back by the real perf.
+#include <time.h>
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "support/perf_script.h"
+#include "support/run.h"
+
+namespace offwake::test {
+namespace {
+
+const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
+const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
+
+double monotonic_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct Timed {
+  uint32_t tid;
+  double time;
+  uint64_t period;
+  std::string event;
+};
+
+// perf script -F tid,time,period,event
+std::vector<Timed> timed_samples(const std::string& data) {
+  auto r = run("perf script -F tid,time,period,event -i " + data);
+  EXPECT_EQ(r.err, "");
+  std::vector<Timed> out;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    Timed t;
+    std::string time;
+    if (!(f >> t.tid >> time >> t.period >> t.event)) continue;
+    t.time = std::stod(time.substr(0, time.size() - 1));  // "1234.567890:"
+    t.event.pop_back();                                    // "offwake-time:"
+    out.push_back(t);
+  }
+  return out;
+}
+
+uint64_t waiter_ns(const std::string& data, const Truth& t) {
+  auto r = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+  uint64_t ns = 0;
+  for (const auto& s : parse_perf_script(r.out))
+    if (s.event == "offwake-time" && s.tid == t.tid && s.has_frame(t.function)) ns += s.period;
+  return ns;
+}
+
+double rel(uint64_t a, uint64_t b) { return std::abs(static_cast<double>(a) - static_cast<double>(b)) / b; }
+
+TEST(Timeline, OneSamplePerBlockWithRealTimestamps) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  const double before = monotonic_s();
+  auto rec = run(kOffwake + " record --timeline -o " + data + " -- " + kWorkloads + "wl_condvar");
+  const double after = monotonic_s();
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  EXPECT_NE(rec.err.find("timeline events"), std::string::npos) << rec.err;
+  auto truth = parse_truth(rec.out);
+  ASSERT_EQ(truth.size(), 1u);
+
+  auto samples = timed_samples(data);
+  size_t waiter_blocks = 0;
+  double last = 0;
+  for (const auto& s : samples) {
+    if (s.event != "offwake-time" && s.event != "offwake-waker") continue;
+    EXPECT_GE(s.time, before);
+    EXPECT_LE(s.time, after);
+    EXPECT_GE(s.time, last) << "samples out of order";
+    last = s.time;
+    if (s.event == "offwake-time" && s.tid == truth[0].tid && s.period > 1'000'000) ++waiter_blocks;
+  }
+  // Each 20 ms wait is a sample of its own.
+  EXPECT_EQ(waiter_blocks, truth[0].count);
+  EXPECT_LT(rel(waiter_ns(data, truth[0]), truth[0].blocked_ns), 0.05);
+}
+
+TEST(Timeline, SumsMatchAggregatedMode) {
+  TempDir dir;
+  auto agg = run(kOffwake + " record -q -o " + dir.file("agg.data") + " -- " + kWorkloads + "wl_condvar");
+  auto tl = run(kOffwake + " record -q --timeline -o " + dir.file("tl.data") + " -- " + kWorkloads + "wl_condvar");
+  ASSERT_EQ(agg.status, 0) << agg.err;
+  ASSERT_EQ(tl.status, 0) << tl.err;
+  auto ta = parse_truth(agg.out), tt = parse_truth(tl.out);
+  ASSERT_EQ(ta.size(), 1u);
+  ASSERT_EQ(tt.size(), 1u);
+  uint64_t a = waiter_ns(dir.file("agg.data"), ta[0]), t = waiter_ns(dir.file("tl.data"), tt[0]);
+  EXPECT_LT(rel(a, ta[0].blocked_ns), 0.05) << a;
+  EXPECT_LT(rel(t, tt[0].blocked_ns), 0.05) << t;
+  EXPECT_LT(rel(t, a), 0.05) << "timeline " << t << " aggregated " << a;
+}
+
+TEST(Timeline, BlockFiltersApplyPerEvent) {
+  TempDir dir;
+  auto rec = run(kOffwake + " record -q --timeline --min-block 10000 -o " + dir.file("perf.data") + " -- " +
+                 kWorkloads + "wl_condvar -n 5");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  size_t n = 0;
+  for (const auto& s : timed_samples(dir.file("perf.data")))
+    if (s.event == "offwake-time") {
+      ++n;
+      EXPECT_GE(s.period, 10'000'000u);
+    }
+  EXPECT_GE(n, 5u);
+}
+
+TEST(Timeline, PipeModeAndBadRingSize) {
+  auto piped = run(kOffwake + " record -q --timeline -o - -- " + kWorkloads + "wl_sleep -n 5 2>/dev/null | perf script -F event,period -i -");
+  EXPECT_EQ(piped.status, 0) << piped.err;
+  EXPECT_NE(piped.out.find("offwake-time"), std::string::npos);
+  auto bad = run(kOffwake + " record --timeline --ringbuf-size 3 -- true");
+  EXPECT_EQ(bad.status, 129);
+  EXPECT_NE(bad.err.find("power of two"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace offwake::test

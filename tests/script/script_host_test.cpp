@@ -1,0 +1,146 @@
+// perf offwake script: the embedded Python host against real recordings, compared with the
+// real `perf script -s` on the same files. As root (it records).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/perf_script.h"
+#include "support/run.h"
+
+namespace offwake::test {
+namespace {
+
+const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
+const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
+
+// One recording of wl_pipe shared by the tests of this file.
+class ScriptHost : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    auto r = run(kOffwake + " record -q -o " + data() + " -- " + kWorkloads + "wl_pipe -n 10");
+    ASSERT_EQ(r.status, 0) << r.err;
+    truth_ = parse_truth(r.out);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string data() { return dir_->file("perf.data"); }
+  static std::string script(const std::string& name, const std::string& text) {
+    std::string path = dir_->file(name);
+    std::ofstream(path) << text;
+    return path;
+  }
+  static inline TempDir* dir_ = nullptr;
+  static inline std::vector<Truth> truth_;
+};
+
+// Uses only keys perf's own host provides.
+const char* kPortable = R"(
+import sys
+def trace_begin():
+    print("begin", sys.argv[1:])
+def process_event(d):
+    s = d["sample"]
+    frames = ",".join("%x:%s:%s" % (f["ip"], f.get("sym", {}).get("name", "?"), f["dso"]) for f in d["callchain"])
+    print(d["ev_name"], d["comm"], s["pid"], s["tid"], s["period"], s["time"], frames)
+def trace_end():
+    print("end")
+)";
+
+TEST_F(ScriptHost, SameOutputAsPerfScript) {
+  std::string s = script("portable.py", kPortable);
+  auto ours = run(kOffwake + " script -i " + data() + " -s " + s + " -- one two");
+  auto perfs = run("perf script -i " + data() + " -s " + s + " -- one two");
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  ASSERT_EQ(perfs.status, 0) << perfs.err;
+  EXPECT_EQ(ours.out, perfs.out);
+  EXPECT_NE(ours.out.find("begin ['one', 'two']"), std::string::npos) << ours.out;
+  EXPECT_NE(ours.out.find("wl_wait_for_message"), std::string::npos);
+  EXPECT_EQ(ours.out.substr(ours.out.size() - 4), "end\n");
+}
+
+TEST_F(ScriptHost, OffwakeKeysNameTheWaker) {
+  ASSERT_EQ(truth_.size(), 1u);
+  const Truth& t = truth_[0];
+  std::string s = script("waker.py", R"(
+def process_event(d):
+    if d["ev_name"] != "offwake-time" or "waker" not in d:
+        return
+    w = d["waker"]
+    names = [f.get("sym", {}).get("name", "?") for f in w["callchain"]]
+    mine = [f.get("sym", {}).get("name", "?") for f in d["callchain"]]
+    print(d["sample"]["tid"], d["state"], d["count"], d["sample"]["period"], w["tid"], w["comm"], w["context"],
+          "wl_wait_for_message" in mine, "wl_send_message" in names)
+)");
+  auto r = run(kOffwake + " script -i " + data() + " -s " + s);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream in(r.out);
+  uint64_t count = 0, ns = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    uint64_t tid, c, period, waker_tid;
+    std::string state, comm, context, in_blocked, in_waker;
+    f >> tid >> state >> c >> period >> waker_tid >> comm >> context >> in_blocked >> in_waker;
+    if (tid != t.tid || in_blocked != "True") continue;
+    count += c;
+    ns += period;
+    EXPECT_EQ(state, "S");
+    EXPECT_EQ(waker_tid, t.waker_tid);
+    EXPECT_EQ(context, "thread");
+    EXPECT_EQ(in_waker, "True") << line;
+  }
+  EXPECT_EQ(count, t.count) << r.out;
+  EXPECT_LT(std::abs(static_cast<double>(ns) - t.blocked_ns) / t.blocked_ns, 0.05);
+}
+
+TEST_F(ScriptHost, HandlersAreOptional) {
+  std::string s = script("top_level_only.py", "print('top level ran')\n");
+  auto r = run(kOffwake + " script -i " + data() + " -s " + s);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "top level ran\n");
+}
+
+TEST_F(ScriptHost, ExceptionPrintsTracebackAndFails) {
+  std::string s = script("raises.py", "def process_event(d):\n    raise ValueError('broken handler')\n");
+  auto r = run(kOffwake + " script -i " + data() + " -s " + s);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("Traceback"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ValueError: broken handler"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Python error in process_event()"), std::string::npos) << r.err;
+}
+
+TEST_F(ScriptHost, SyntaxErrorAndSysExit) {
+  auto bad = run(kOffwake + " script -i " + data() + " -s " + script("syntax.py", "def (:\n"));
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("SyntaxError"), std::string::npos) << bad.err;
+  auto exits = run(kOffwake + " script -i " + data() + " -s " +
+                   script("exits.py", "import sys\ndef trace_begin():\n    sys.exit(3)\n"));
+  EXPECT_EQ(exits.status, 3) << exits.err;
+  auto zero = run(kOffwake + " script -i " + data() + " -s " +
+                  script("exit0.py", "import sys\ndef process_event(d):\n    sys.exit(0)\n"));
+  EXPECT_EQ(zero.status, 0) << zero.err;
+}
+
+TEST_F(ScriptHost, BadInput) {
+  auto no_script = run(kOffwake + " script -i " + data());
+  EXPECT_EQ(no_script.status, 129);
+  auto missing = run(kOffwake + " script -i " + dir_->file("nope.data") + " -s " + script("x.py", ""));
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(missing.err, "perf offwake script: opening " + dir_->file("nope.data") + ": No such file or directory\n");
+  auto not_perf = run(kOffwake + " script -i " + script("junk.data", "junk junk junk junk") + " -s " + script("y.py", ""));
+  EXPECT_EQ(not_perf.status, 1);
+  EXPECT_NE(not_perf.err.find("not a perf.data file"), std::string::npos) << not_perf.err;
+  auto no_such_script = run(kOffwake + " script -i " + data() + " -s " + dir_->file("none.py"));
+  EXPECT_EQ(no_such_script.status, 1);
+  EXPECT_NE(no_such_script.err.find("opening script"), std::string::npos);
+}
+
+TEST_F(ScriptHost, ReadsAStream) {
+  auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 3 2>/dev/null | " + kOffwake +
+               " script -i - -s " + script("count.py", "n = 0\ndef process_event(d):\n    global n\n    n += 1\ndef trace_end():\n    print('samples', n)\n"));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("samples "), std::string::npos);
+  EXPECT_EQ(r.out.find("samples 0"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace offwake::test
