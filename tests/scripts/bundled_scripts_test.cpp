@@ -227,6 +227,28 @@ TEST_P(Workload, FlamegraphIsSelfContainedSvgWithBothStacks) {
   EXPECT_EQ(text.find("href"), std::string::npos);
 }
 
+// Every bundled script prints the same under our host (`perf offwake script -s`, which hands
+// the script the waker in the blocked sample's dict) as under perf's (which the script pairs
+// with the offwake-waker sample that follows).
+TEST_P(Workload, BothHostsAgree) {
+  const Recording& r = recording(GetParam());
+  TempDir out;
+  for (const std::string name : {"offwake-collapse.py", "offwake-top.py", "offwake-wallclock.py"}) {
+    auto perfs = perf_script(r, name);
+    auto ours = run(kOffwake + " script -i " + r.data + " -s " + kScripts + name);
+    EXPECT_EQ(perfs.status, 0) << name << ": " << perfs.err;
+    EXPECT_EQ(ours.status, 0) << name << ": " << ours.err;
+    EXPECT_FALSE(ours.out.empty()) << name;
+    EXPECT_EQ(ours.out, perfs.out) << name;
+  }
+  auto perf_svg = perf_script(r, "offwake-flamegraph.py", "-o " + out.file("perf.svg"));
+  auto our_svg = run(kOffwake + " script -i " + r.data + " -s " + kScripts + "offwake-flamegraph.py -- -o " +
+                     out.file("ours.svg"));
+  ASSERT_EQ(perf_svg.status, 0) << perf_svg.err;
+  ASSERT_EQ(our_svg.status, 0) << our_svg.err;
+  EXPECT_EQ(read_file(out.file("ours.svg")), read_file(out.file("perf.svg")));
+}
+
 INSTANTIATE_TEST_SUITE_P(Scripts, Workload,
                          ::testing::Values("wl_condvar", "wl_pipe", "wl_sleep", "wl_spin_block"));
 
