@@ -11,7 +11,7 @@ kver=6.12
 packages=(
   build-essential cmake pkg-config make xz-utils
   clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev
-  libtraceevent-dev python3 python3-dev libgtest-dev asciidoctor man-db
+  libtraceevent-dev python3 python3-dev libgtest-dev asciidoctor man-db libiberty-dev
   linux-perf "linux-source-$kver" binutils
 )
 

@@ -24,28 +24,16 @@
 # `perf offwake script -s` does), that is used and offwake-waker samples are ignored. A
 # blocked sample without its waker is folded with the waker "[unknown waker]".
 # Runs in perf's own Python (perf script -s) and in `perf offwake script -s`.
-import argparse
 import sys
 from collections import defaultdict
 
-BLOCKED_EVENT = "offwake-time"
-WAKER_EVENT = "offwake-waker"
-UNKNOWN_WAKER = "[unknown waker]"
-SEPARATOR = "--"
-KERNEL_START = 1 << 63  # kernel text lives in the upper half of the address space
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("%s: %s\n" % (self.prog, message))
-        sys.exit(2)
+from offwake_stacks import (SEPARATOR, UNKNOWN_WAKER, ArgumentParser, WakerPairing,
+                            add_only_options, frames_root_first, thread_of)
 
 
 def parse_args(argv):
     p = ArgumentParser(prog="offwake-collapse", description="folded off-wake stacks")
-    only = p.add_mutually_exclusive_group()
-    only.add_argument("--kernel-only", action="store_true", help="kernel frames only")
-    only.add_argument("--user-only", action="store_true", help="user frames only")
+    add_only_options(p)
     p.add_argument("--pid-tid", action="store_true", help='name threads "comm-PID/TID"')
     p.add_argument("--min", type=int, default=0, metavar="NS", help="drop lines below NS")
     p.add_argument("--sort", choices=("name", "time"), default="name")
@@ -58,85 +46,52 @@ def parse_args(argv):
 args = parse_args(sys.argv[1:])
 
 
-def frame_name(frame):
-    sym = frame.get("sym")
-    name = sym.get("name") if sym else None
-    if not name:
-        return "[unknown]"
-    return name.replace(";", ":").replace("\n", " ")
+def frames(callchain):
+    """The frames the options keep, root first, named so they fold (no ';', no newline)."""
+    return [name.replace(";", ":").replace("\n", " ")
+            for name in frames_root_first(callchain, args.kernel_only, args.user_only)]
 
 
-def frames_root_first(callchain):
-    """Names of the frames the options keep, root first (callchains come leaf first)."""
-    names = []
-    for frame in reversed(callchain or []):
-        kernel = frame.get("ip", 0) >= KERNEL_START
-        if (args.kernel_only and not kernel) or (args.user_only and kernel):
-            continue
-        names.append(frame_name(frame))
-    return names
-
-
-def thread_name(comm, pid, tid):
-    comm = (comm or "[unknown]").replace(";", ":").replace(" ", "_")
+def thread_name(thread):
+    comm = (thread.get("comm") or "[unknown]").replace(";", ":").replace(" ", "_")
     if not args.pid_tid or comm.startswith("["):
         return comm
-    return "%s-%d/%d" % (comm, pid, tid)
+    return "%s-%d/%d" % (comm, thread.get("pid", 0), thread.get("tid", 0))
 
 
 totals = defaultdict(int)
-pending = None  # the offwake-time sample waiting for its offwake-waker
 unpaired = 0
 
 
 def blocked_of(param_dict):
-    sample = param_dict.get("sample", {})
     return {
-        "name": thread_name(param_dict.get("comm"), sample.get("pid", 0), sample.get("tid", 0)),
-        "frames": frames_root_first(param_dict.get("callchain")),
-        "period": sample.get("period", 0),
+        "name": thread_name(thread_of(param_dict)),
+        "frames": frames(param_dict.get("callchain")),
+        "period": param_dict.get("sample", {}).get("period", 0),
     }
 
 
-def fold(blocked, waker_name, waker_frames_root_first):
+def fold(blocked, waker):
+    global unpaired
+    if waker is None:
+        unpaired += 1
+        waker_name, waker_frames = UNKNOWN_WAKER, []
+    else:
+        waker_name, waker_frames = thread_name(waker), frames(waker.get("callchain"))
     parts = [blocked["name"]] + blocked["frames"] + [SEPARATOR]
-    parts += list(reversed(waker_frames_root_first)) + [waker_name]
+    parts += list(reversed(waker_frames)) + [waker_name]
     totals[";".join(parts)] += blocked["period"]
 
 
-def fold_unpaired(blocked):
-    global unpaired
-    unpaired += 1
-    fold(blocked, UNKNOWN_WAKER, [])
+pairing = WakerPairing(blocked_of, fold)
 
 
 def process_event(param_dict):
-    global pending
-    name = param_dict.get("ev_name", "")
-    if name == WAKER_EVENT:
-        if pending is not None:
-            sample = param_dict.get("sample", {})
-            waker = thread_name(param_dict.get("comm"), sample.get("pid", 0), sample.get("tid", 0))
-            fold(pending, waker, frames_root_first(param_dict.get("callchain")))
-            pending = None
-        return
-    if pending is not None:
-        fold_unpaired(pending)
-        pending = None
-    if name != BLOCKED_EVENT:
-        return
-    blocked = blocked_of(param_dict)
-    waker = param_dict.get("waker")
-    if waker is None:
-        pending = blocked
-    else:
-        fold(blocked, thread_name(waker.get("comm"), waker.get("pid", 0), waker.get("tid", 0)),
-             frames_root_first(waker.get("callchain")))
+    pairing.process_event(param_dict)
 
 
 def trace_end():
-    if pending is not None:
-        fold_unpaired(pending)
+    pairing.end()
     lines = [(stack, ns) for stack, ns in totals.items() if ns >= args.min]
     if args.sort == "time":
         lines.sort(key=lambda kv: (-kv[1], kv[0]))

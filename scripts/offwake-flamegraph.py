@@ -25,16 +25,13 @@
 # immediately follows it. When the host gives the blocked sample a 'waker' dict (as
 # `perf offwake script -s` does), that is used and offwake-waker samples are ignored. A
 # blocked sample without its waker is drawn with the waker "[unknown waker]".
-import argparse
 import sys
 import zlib
 from collections import defaultdict
 
-BLOCKED_EVENT = "offwake-time"
-WAKER_EVENT = "offwake-waker"
-UNKNOWN_WAKER = "[unknown waker]"
-SEPARATOR = "--"
-KERNEL_START = 1 << 63  # kernel text lives in the upper half of the address space
+from offwake_stacks import (SEPARATOR, UNKNOWN_WAKER, ArgumentParser, WakerPairing,
+                            add_only_options, frames_root_first, human)
+
 UNDER_PERF = "perf_trace_context" in sys.builtin_module_names
 
 FRAME_HEIGHT = 16
@@ -44,19 +41,11 @@ MARGIN = 10
 TOP = 44  # room for the title and the detail line
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("%s: %s\n" % (self.prog, message))
-        sys.exit(2)
-
-
 def parse_args(argv):
     p = ArgumentParser(prog="offwake-flamegraph", description="off-wake flame graph as SVG")
     p.add_argument("-o", dest="output", default="offwake.svg", metavar="FILE")
     p.add_argument("--folded", metavar="FILE", help="read folded stacks ('-': stdin)")
-    only = p.add_mutually_exclusive_group()
-    only.add_argument("--kernel-only", action="store_true", help="kernel frames only")
-    only.add_argument("--user-only", action="store_true", help="user frames only")
+    add_only_options(p)
     p.add_argument("--title", default="Off-wake time flame graph")
     p.add_argument("--width", type=int, default=1200, metavar="PX")
     p.add_argument("--min", type=int, default=0, metavar="NS")
@@ -115,16 +104,6 @@ def colour(name, part):
     if part == "waker":
         return "rgb(%d,%d,%d)" % (170 + a % 50, 90 + b % 50, 210 + b % 40)
     return "rgb(200,200,200)"  # the "all" frame
-
-
-def human(ns):
-    if ns < 1000:
-        return "%d ns" % ns
-    if ns < 1000000:
-        return "%.2f us" % (ns / 1e3)
-    if ns < 1000000000:
-        return "%.2f ms" % (ns / 1e6)
-    return "%.3f s" % (ns / 1e9)
 
 
 def render_svg(folded, title, width):
@@ -211,57 +190,37 @@ def read_folded(path):
 
 # --- Samples from perf script --------------------------------------------------------------------
 
-def frame_name(frame):
-    sym = frame.get("sym")
-    name = sym.get("name") if sym else None
-    return name or "[unknown]"
-
-
-def frames_root_first(callchain):
-    names = []
-    for frame in reversed(callchain or []):
-        kernel = frame.get("ip", 0) >= KERNEL_START
-        if (args.kernel_only and not kernel) or (args.user_only and kernel):
-            continue
-        names.append(frame_name(frame))
-    return names
+def frames(callchain):
+    return tuple(frames_root_first(callchain, args.kernel_only, args.user_only))
 
 
 samples = defaultdict(int)
-pending = None  # (blocked frames with comm, period) waiting for its offwake-waker
 
 
-def add(blocked, period, waker_comm, waker_root_first):
-    samples[blocked + (SEPARATOR,) + tuple(reversed(waker_root_first)) + (waker_comm,)] += period
+def blocked_of(param_dict):
+    """(comm and the frames root first, period)"""
+    return ((param_dict.get("comm", "[unknown]"),) + frames(param_dict.get("callchain")),
+            param_dict.get("sample", {}).get("period", 0))
+
+
+def add(blocked, waker):
+    stack, period = blocked
+    if waker is None:
+        waker_comm, waker_frames = UNKNOWN_WAKER, ()
+    else:
+        waker_comm, waker_frames = waker.get("comm", "[unknown]"), frames(waker.get("callchain"))
+    samples[stack + (SEPARATOR,) + waker_frames[::-1] + (waker_comm,)] += period
+
+
+pairing = WakerPairing(blocked_of, add)
 
 
 def process_event(param_dict):
-    global pending
-    name = param_dict.get("ev_name", "")
-    if name == WAKER_EVENT:
-        if pending is not None:
-            add(pending[0], pending[1], param_dict.get("comm", "[unknown]"),
-                frames_root_first(param_dict.get("callchain")))
-            pending = None
-        return
-    if pending is not None:
-        add(pending[0], pending[1], UNKNOWN_WAKER, [])
-        pending = None
-    if name != BLOCKED_EVENT:
-        return
-    blocked = (param_dict.get("comm", "[unknown]"),) + tuple(
-        frames_root_first(param_dict.get("callchain")))
-    period = param_dict.get("sample", {}).get("period", 0)
-    waker = param_dict.get("waker")
-    if waker is None:
-        pending = (blocked, period)
-    else:
-        add(blocked, period, waker.get("comm", "[unknown]"), frames_root_first(waker.get("callchain")))
+    pairing.process_event(param_dict)
 
 
 def trace_end():
-    if pending is not None:
-        add(pending[0], pending[1], UNKNOWN_WAKER, [])
+    pairing.end()
     write_svg(samples)
 
 

@@ -22,24 +22,16 @@
 # `perf offwake script -s` does), that is used and offwake-waker samples are ignored. A
 # blocked sample without its waker counts for the waker "[unknown waker]".
 # Runs in perf's own Python (perf script -s) and in `perf offwake script -s`.
-import argparse
 import sys
 from collections import defaultdict
 
-BLOCKED_EVENT = "offwake-time"
-WAKER_EVENT = "offwake-waker"
-UNKNOWN_WAKER = "[unknown waker]"
-KERNEL_START = 1 << 63  # kernel text lives in the upper half of the address space
+from offwake_stacks import (UNKNOWN_WAKER, ArgumentParser, WakerPairing, frame_name, human,
+                            is_kernel)
+
 # Frames every block or wakeup passes through: they say nothing about why.
 SCHEDULER_PREFIXES = ("__schedule", "schedule", "io_schedule", "preempt_schedule")
 WAKEUP_PREFIXES = ("try_to_wake_up", "ttwu_", "wake_up_", "__wake_up", "wake_q",
                    "default_wake_function", "autoremove_wake_function", "woken_wake_function")
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("%s: %s\n" % (self.prog, message))
-        sys.exit(2)
 
 
 def parse_args(argv):
@@ -57,17 +49,11 @@ def parse_args(argv):
 args = parse_args(sys.argv[1:])
 
 
-def frame_name(frame):
-    sym = frame.get("sym")
-    name = sym.get("name") if sym else None
-    return name or "[unknown]"
-
-
 def split_frames(callchain):
     """(kernel names, user names), each innermost first, as the callchain comes."""
     kernel, user = [], []
     for frame in callchain or []:
-        (kernel if frame.get("ip", 0) >= KERNEL_START else user).append(frame_name(frame))
+        (kernel if is_kernel(frame) else user).append(frame_name(frame))
     return kernel, user
 
 
@@ -100,37 +86,31 @@ def waker_label(comm, callchain):
 stack_ns = defaultdict(int)
 waker_ns = defaultdict(lambda: defaultdict(int))  # stack label -> waker label -> ns
 total_ns = 0
-pending = None  # (stack label, period) of the offwake-time sample waiting for its waker
 
 
-def add(stack, period, waker):
+def blocked_of(param_dict):
+    """(stack label, period)"""
+    return (stack_label(param_dict.get("comm", "[unknown]"), param_dict.get("callchain")),
+            param_dict.get("sample", {}).get("period", 0))
+
+
+def add(blocked, waker):
     global total_ns
+    stack, period = blocked
+    if waker is None:
+        label = UNKNOWN_WAKER
+    else:
+        label = waker_label(waker.get("comm", "[unknown]"), waker.get("callchain"))
     stack_ns[stack] += period
-    waker_ns[stack][waker] += period
+    waker_ns[stack][label] += period
     total_ns += period
 
 
+pairing = WakerPairing(blocked_of, add)
+
+
 def process_event(param_dict):
-    global pending
-    name = param_dict.get("ev_name", "")
-    if name == WAKER_EVENT:
-        if pending is not None:
-            add(pending[0], pending[1],
-                waker_label(param_dict.get("comm", "[unknown]"), param_dict.get("callchain")))
-            pending = None
-        return
-    if pending is not None:
-        add(pending[0], pending[1], UNKNOWN_WAKER)
-        pending = None
-    if name != BLOCKED_EVENT:
-        return
-    stack = stack_label(param_dict.get("comm", "[unknown]"), param_dict.get("callchain"))
-    period = param_dict.get("sample", {}).get("period", 0)
-    waker = param_dict.get("waker")
-    if waker is None:
-        pending = (stack, period)
-    else:
-        add(stack, period, waker_label(waker.get("comm", "[unknown]"), waker.get("callchain")))
+    pairing.process_event(param_dict)
 
 
 def micro():
@@ -142,16 +122,6 @@ def micro():
         return "us"
 
 
-def human(ns):
-    if ns < 1000:
-        return "%d ns" % ns
-    if ns < 1000000:
-        return "%.2f %s" % (ns / 1e3, micro())
-    if ns < 1000000000:
-        return "%.2f ms" % (ns / 1e6)
-    return "%.3f s" % (ns / 1e9)
-
-
 def share(ns):
     return "%.1f%%" % (100.0 * ns / total_ns) if total_ns else "-"
 
@@ -161,14 +131,14 @@ def by_time(items):
 
 
 def trace_end():
-    if pending is not None:
-        add(pending[0], pending[1], UNKNOWN_WAKER)
+    pairing.end()
+    us = micro()
     rows = [("#", "TIME", "SHARE", "BLOCKED STACK / waker")]
     for rank, (stack, ns) in enumerate(by_time(stack_ns.items())[:args.n], 1):
-        rows.append((str(rank), human(ns), share(ns), stack))
+        rows.append((str(rank), human(ns, us), share(ns), stack))
         for waker, wns in by_time(waker_ns[stack].items())[:args.wakers]:
-            rows.append(("", human(wns), share(wns), "    woken by " + waker))
+            rows.append(("", human(wns, us), share(wns), "    woken by " + waker))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("%*s  %*s  %*s  %s" % (widths[0], row[0], widths[1], row[1], widths[2], row[2], row[3]))
-    print("total blocked %s in %d stacks" % (human(total_ns), len(stack_ns)))
+    print("total blocked %s in %d stacks" % (human(total_ns, us), len(stack_ns)))

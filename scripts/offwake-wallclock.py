@@ -12,8 +12,9 @@
 import sys
 from collections import defaultdict
 
+from offwake_stacks import BLOCKED_EVENT, WAKER_EVENT, frame_name
+
 TIME_EVENTS = ("cpu-clock", "task-clock")
-OFF_CPU_EVENT = "offwake-time"
 
 mark = "--no-mark" not in sys.argv
 minimum = 0
@@ -25,18 +26,11 @@ skipped = defaultdict(int)
 kind_ns = defaultdict(int)
 
 
-def frame_name(frame):
-    sym = frame.get("sym")
-    if sym and sym.get("name"):
-        return sym["name"]
-    return "[unknown]"
-
-
 def process_event(param_dict):
     name = param_dict.get("ev_name", "")
     if name in TIME_EVENTS:
         kind = "on-cpu"
-    elif name == OFF_CPU_EVENT:
+    elif name == BLOCKED_EVENT:
         kind = "off-cpu"
     else:
         skipped[name] += 1
@@ -55,7 +49,7 @@ def trace_end():
         if ns >= minimum:
             print("%s %d" % (stack, ns))
     for name, n in sorted(skipped.items()):
-        if name != "offwake-waker":
+        if name != WAKER_EVENT:
             sys.stderr.write("offwake-wallclock: skipped %d samples of %s (not a time event)\n" % (n, name))
     sys.stderr.write("offwake-wallclock: on-CPU %.3f s, off-CPU %.3f s\n"
                      % (kind_ns["on-cpu"] / 1e9, kind_ns["off-cpu"] / 1e9))

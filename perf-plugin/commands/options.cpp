@@ -1,6 +1,9 @@
 #include "commands/options.h"
 
 #include <cerrno>
+#include <cstdio>
+
+#include "commands/command.h"
 #include <cstdlib>
 #include <sstream>
 
@@ -151,6 +154,23 @@ Result<ParsedArgs> parse_options(const std::vector<std::string>& args, const std
   }
   for (; i < args.size(); ++i) out.rest.push_back(args[i]);
   return out;
+}
+
+std::optional<int> parse_command_line(const char* command, const std::vector<std::string>& args,
+                                      const std::vector<Option>& table, const std::vector<std::string>& usage,
+                                      bool stop_at_non_option, ParsedArgs& out) {
+  auto parsed = parse_options(args, table, stop_at_non_option);
+  if (!parsed) {
+    fprintf(stderr, "perf offwake %s: %s (see 'perf offwake %s -h')\n", command, parsed.error().message().c_str(),
+            command);
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    printf("%s", usage_text(usage, table).c_str());
+    return kExitOk;
+  }
+  out = std::move(parsed).value();
+  return std::nullopt;
 }
 
 std::string usage_text(const std::vector<std::string>& usage_lines, const std::vector<Option>& table) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct ParsedArgs {
 // `stop_at_non_option` (record's command) and after "--".
 Result<ParsedArgs> parse_options(const std::vector<std::string>& args, const std::vector<Option>& table,
                                  bool stop_at_non_option);
+
+// The common front of a sub-command: parses, prints a one-line error (exit 129) or the
+// usage (-h, exit 0). Returns the exit status to leave with, or nullopt to go on.
+std::optional<int> parse_command_line(const char* command, const std::vector<std::string>& args,
+                                      const std::vector<Option>& table, const std::vector<std::string>& usage,
+                                      bool stop_at_non_option, ParsedArgs& out);
 
 // perf-style usage text: " Usage: perf offwake record [<options>] [<command>]" then the table.
 std::string usage_text(const std::vector<std::string>& usage_lines, const std::vector<Option>& table);

@@ -347,15 +347,8 @@ int cmd_record(const std::vector<std::string>& args) {
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };
   const std::vector<std::string> usage = {"perf offwake record [<options>] [-- <command> [<args>]]"};
-  auto parsed = parse_options(args, table, true);
-  if (!parsed) {
-    fprintf(stderr, "perf offwake record: %s (see 'perf offwake record -h')\n", parsed.error().message().c_str());
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    printf("%s", usage_text(usage, table).c_str());
-    return kExitOk;
-  }
+  ParsedArgs parsed;
+  if (auto exit = parse_command_line("record", args, table, usage, true, parsed)) return *exit;
   if (o.output.empty()) {
     struct stat st {};
     o.output = (fstat(STDOUT_FILENO, &st) == 0 && S_ISFIFO(st.st_mode)) ? "-" : "perf.data";
@@ -408,7 +401,7 @@ int cmd_record(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"perf", "offwake"};
   argv.insert(argv.end(), args.begin(), args.end());
   Recorder rec(o);
-  Status s = rec.run(parsed->rest, argv);
+  Status s = rec.run(parsed.rest, argv);
   if (!s) {
     fprintf(stderr, "perf offwake record: %s\n", s.error().message().c_str());
     return kExitFailure;

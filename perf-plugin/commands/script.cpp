@@ -122,15 +122,8 @@ int cmd_script(const std::vector<std::string>& args) {
       string_option('s', "script", "file.py", &script_path, "the Python script to run (perf script -s style)"),
   };
   const std::vector<std::string> usage = {"perf offwake script [-i <file>] -s <script.py> [-- <script args>]"};
-  auto parsed = parse_options(args, table, true);
-  if (!parsed) {
-    fprintf(stderr, "perf offwake script: %s (see 'perf offwake script -h')\n", parsed.error().message().c_str());
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    printf("%s", usage_text(usage, table).c_str());
-    return kExitOk;
-  }
+  ParsedArgs parsed;
+  if (auto exit = parse_command_line("script", args, table, usage, true, parsed)) return *exit;
   if (script_path.empty()) {
     fprintf(stderr, "perf offwake script: -s <script.py> is required (see 'perf offwake script -h')\n");
     return kExitUsage;
@@ -140,7 +133,7 @@ int cmd_script(const std::vector<std::string>& args) {
     fprintf(stderr, "perf offwake script: %s\n", reader.error().message().c_str());
     return kExitFailure;
   }
-  auto host = script::ScriptHost::start(script_path, parsed->rest);
+  auto host = script::ScriptHost::start(script_path, parsed.rest);
   if (!host) {
     fprintf(stderr, "perf offwake script: %s\n", host.error().message().c_str());
     return kExitFailure;

@@ -1,7 +1,9 @@
 #include "symbolize/symbol_table.h"
 
-#include <cxxabi.h>
 #include <elf.h>
+// libiberty declares its own basename() unless told that the C library has one.
+#define HAVE_DECL_BASENAME 1
+#include <libiberty/demangle.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -35,33 +37,6 @@ bool keep_first(const Symbol& a, const Symbol& b) {
 bool is_module_symbol(const Symbol& s) { return s.name.find('[') != std::string::npos; }
 
 uint64_t next_page(uint64_t addr) { return (addr + 4095) / 4096 * 4096 + 4096; }
-
-// The index of the ')' that closes the parameter list ending `s` at `end`, scanning back.
-size_t matching_open(const std::string& s, size_t close) {
-  int depth = 0;
-  for (size_t i = close + 1; i-- > 0;) {
-    if (s[i] == ')') ++depth;
-    if (s[i] == '(' && --depth == 0) return i;
-  }
-  return std::string::npos;
-}
-
-// The position after the return type of "ret name", or 0: the last space outside brackets
-// that is not part of an operator name.
-size_t name_begin(const std::string& s) {
-  int depth = 0;
-  size_t begin = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '<' || c == '(' || c == '[') ++depth;
-    if (c == '>' || c == ')' || c == ']') --depth;
-    if (c == ' ' && depth == 0) {
-      if (s.compare(i >= 8 ? i - 8 : 0, 8, "operator") == 0) continue;  // "operator new"
-      begin = i + 1;
-    }
-  }
-  return begin;
-}
 
 }  // namespace
 
@@ -119,33 +94,13 @@ const Symbol* SymbolTable::find(uint64_t addr) const {
   return addr < it->end ? &*it : nullptr;
 }
 
+// libiberty's cplus_demangle with no options, the demangler Debian's perf uses: names come
+// out without parameters, special names (thunks, vtables) as it decides; a name it cannot
+// demangle stays mangled, as in perf.
 std::string demangle(const std::string& name) {
   if (name.size() < 3 || name.compare(0, 2, "_Z") != 0) return name;
-  int status = 0;
-  std::unique_ptr<char, decltype(&std::free)> full(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
-                                                    &std::free);
-  if (status != 0 || !full) return name;
-  std::string s = full.get();
-  // Special names (thunks, clones for transactions, vtables...) keep their parameters.
-  for (const char* special : {"virtual thunk to ", "non-virtual thunk to ", "covariant return thunk to ",
-                              "transaction clone for ", "non-transaction clone for ", "vtable for ",
-                              "VTT for ", "construction vtable for ", "typeinfo for ", "typeinfo name for ",
-                              "guard variable for ", "TLS init function for ", "TLS wrapper function for ",
-                              "reference temporary ", "hidden alias for "})
-    if (s.rfind(special, 0) == 0) return s;
-  // " [clone .cold]" and the like follow the parameters: perf shows neither.
-  size_t clone = s.find(" [clone ");
-  if (clone != std::string::npos) s.resize(clone);
-  // Drop cv/ref qualifiers of a member function, then the parameter list.
-  size_t close = s.find_last_of(')');
-  if (close != std::string::npos && s.find_first_not_of(" constvolatile&", close + 1) == std::string::npos) {
-    size_t open = matching_open(s, close);
-    if (open != std::string::npos && open > 0) {
-      s.resize(open);
-      s = s.substr(name_begin(s));
-    }
-  }
-  return s;
+  std::unique_ptr<char, decltype(&std::free)> out(cplus_demangle(name.c_str(), DMGL_NO_OPTS), &std::free);
+  return out ? std::string(out.get()) : name;
 }
 
 }  // namespace offwake::symbolize

@@ -68,21 +68,16 @@ Status parse_sampling_event(const std::string& name, SamplingConfig& out) {
                "cache-misses, branch-misses)", EINVAL);
 }
 
-static perf_event_attr tracking_attr() {
+// What every event we open shares: the sample_id layout, ids readable, CLOCK_MONOTONIC
+// timestamps, and ring buffers that wake us only when they fill up.
+static perf_event_attr base_attr(uint32_t type, uint64_t config) {
   perf_event_attr a{};
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_DUMMY;
+  a.type = type;
+  a.config = config;
   a.size = sizeof a;
-  a.sample_period = 1;
   a.sample_type = kSampleIdLayout;
   a.read_format = PERF_FORMAT_ID;
   a.sample_id_all = 1;
-  a.comm = 1;
-  a.comm_exec = 1;
-  a.mmap = 1;
-  a.mmap2 = 1;
-  a.build_id = 1;
-  a.task = 1;
   a.disabled = 1;
   a.watermark = 1;
   a.wakeup_watermark = 64 * 1024;
@@ -91,22 +86,24 @@ static perf_event_attr tracking_attr() {
   return a;
 }
 
+static perf_event_attr tracking_attr() {
+  perf_event_attr a = base_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+  a.sample_period = 1;
+  a.comm = 1;
+  a.comm_exec = 1;
+  a.mmap = 1;
+  a.mmap2 = 1;
+  a.build_id = 1;
+  a.task = 1;
+  return a;
+}
+
 static perf_event_attr sampling_attr(const SamplingConfig& c) {
-  perf_event_attr a{};
-  a.type = c.type;
-  a.config = c.config;
-  a.size = sizeof a;
+  perf_event_attr a = base_attr(c.type, c.config);
   a.freq = c.use_frequency;
   a.sample_freq = c.use_frequency ? c.frequency : c.period;  // a union with sample_period
-  a.sample_type = kSampleIdLayout | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+  a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
   a.sample_max_stack = c.max_stack;
-  a.read_format = PERF_FORMAT_ID;
-  a.sample_id_all = 1;
-  a.disabled = 1;
-  a.watermark = 1;
-  a.wakeup_watermark = 64 * 1024;
-  a.use_clockid = 1;
-  a.clockid = CLOCK_MONOTONIC;
   return a;
 }
 

@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "perfdata/writer.h"
+#include "support/live_target.h"
 #include "support/run.h"
 #include "synth/elf_file.h"
 #include "synth/host_info.h"
@@ -24,39 +25,8 @@ namespace {
 
 using namespace perfdata;
 
-const std::string kTarget = OFFWAKE_BINARY_DIR "/tests/e2e/symbols_target";
+const std::string& kTarget = test::kSymbolsTarget;
 
-// The target runs, blocked in st_leaf, for the lifetime of this object.
-class LiveTarget {
- public:
-  LiveTarget() {
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      execl(kTarget.c_str(), kTarget.c_str(), nullptr);
-      _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    stdin_ = in[1];
-    char buf[6] = {};
-    if (read(out[0], buf, 6) != 6 || std::string(buf, 5) != "ready") throw std::runtime_error("target did not start");
-    close(out[0]);
-  }
-  ~LiveTarget() {
-    close(stdin_);
-    int st;
-    waitpid(pid_, &st, 0);
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-};
 
 // The runtime address of `function`+4 in the live process, through its mapping of the ELF.
 uint64_t runtime_address(pid_t pid, const ElfFile& elf, const std::string& function) {
@@ -166,7 +136,7 @@ TEST(PerfReadsWriter, FileMode) {
   const std::string path = dir.file("perf.data");
   pid_t pid;
   {
-    LiveTarget target;
+    test::LiveTarget target;
     pid = target.pid();
     auto w = PerfDataWriter::create_file(path, {offwake_like_event()}, collect_host_info({"test"}));
     ASSERT_TRUE(w.ok()) << w.error().message();
@@ -196,7 +166,7 @@ TEST(PerfReadsWriter, PipeMode) {
   pid_t pid;
   Bytes stream;
   {
-    LiveTarget target;
+    test::LiveTarget target;
     pid = target.pid();
     auto w = PerfDataWriter::create(std::make_unique<MemorySink>(false), Mode::kPipe,
                                     {offwake_like_event()}, collect_host_info({"test"}));

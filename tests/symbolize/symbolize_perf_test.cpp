@@ -18,6 +18,7 @@
 
 #include "perfdata/reader.h"
 #include "perfdata/writer.h"
+#include "support/live_target.h"
 #include "support/run.h"
 #include "symbolize/dso.h"
 #include "symbolize/symbolizer.h"
@@ -33,7 +34,7 @@ using namespace perfdata;
 
 const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
-const std::string kPieTarget = OFFWAKE_BINARY_DIR "/tests/e2e/symbols_target";
+const std::string& kPieTarget = test::kSymbolsTarget;
 const std::string kFramesPy = OFFWAKE_SOURCE_DIR "/tests/symbolize/frames.py";
 
 std::string hex(uint64_t v) {
@@ -128,37 +129,6 @@ TEST(SymbolizeLikePerf, RecordedWorkloads) {
   }
 }
 
-// symbols_target blocked in st_leaf until destroyed.
-class LiveTarget {
- public:
-  LiveTarget() {
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      execl(kPieTarget.c_str(), kPieTarget.c_str(), nullptr);
-      _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    stdin_ = in[1];
-    char buf[6] = {};
-    if (read(out[0], buf, 6) != 6) throw std::runtime_error("target did not start");
-    close(out[0]);
-  }
-  ~LiveTarget() {
-    close(stdin_);
-    int st;
-    waitpid(pid_, &st, 0);
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-};
 
 EventDesc probe_event() {
   EventDesc e;
@@ -192,7 +162,7 @@ TEST(SymbolizeLikePerf, ProbedAddresses) {
   if (!root()) GTEST_SKIP() << "needs root for kallsyms addresses";
   test::TempDir dir;
   const std::string data = dir.file("probe.data");
-  LiveTarget target;
+  test::LiveTarget target;
   auto w = PerfDataWriter::create_file(data, {probe_event()}, collect_host_info({"probe"}));
   ASSERT_TRUE(w.ok()) << w.error().message();
   auto kallsyms = Kallsyms::load();
