@@ -27,21 +27,25 @@ one() {  # one() TRACER-COMMAND...: ns per handoff with the tracer running syste
   fi
 }
 
-declare -A sum
-names=(none offwake perf-sched)
+declare -A sum all
+names=(none offwake offwake-timeline perf-sched)
 for ((r = 1; r <= rounds; r++)); do
   for name in "${names[@]}"; do
     case $name in
       none) v=$(one) ;;
       offwake) v=$(one "$offwake" record -a -q -o "$tmp/offwake.data") ;;
+      offwake-timeline) v=$(one "$offwake" record -a -q --timeline -o "$tmp/timeline.data") ;;
       perf-sched) v=$(one perf record -a -g -q -e sched:sched_switch -e sched:sched_waking -o "$tmp/perf.data") ;;
     esac
     sum[$name]=$(( ${sum[$name]:-0} + v ))
+    all[$name]="${all[$name]:-} $v"
     echo "round $r: $name $v ns/handoff"
   done
 done
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 base=${sum[none]}
+base_median=$(median "${all[none]}")
 for name in "${names[@]}"; do
-  awk -v n="$name" -v s="${sum[$name]}" -v b="$base" -v r="$rounds" \
-    'BEGIN { printf "%-11s %8.0f ns/handoff  ratio %.2f\n", n, s / r, s / b }'
+  awk -v n="$name" -v s="${sum[$name]}" -v b="$base" -v r="$rounds" -v m="$(median "${all[$name]}")" -v bm="$base_median" \
+    'BEGIN { printf "%-17s mean %8.0f ns/handoff  ratio %.2f   median %8.0f  ratio %.2f\n", n, s / r, s / b, m, m / bm }'
 done
