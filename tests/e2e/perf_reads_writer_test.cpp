@@ -15,6 +15,7 @@
 #include "perfdata/writer.h"
 #include "support/live_target.h"
 #include "support/run.h"
+#include "support/test_events.h"
 #include "synth/elf_file.h"
 #include "synth/host_info.h"
 #include "synth/kernel_maps.h"
@@ -45,18 +46,7 @@ uint64_t runtime_address(pid_t pid, const ElfFile& elf, const std::string& funct
   return 0;
 }
 
-EventDesc offwake_like_event() {
-  EventDesc e;
-  e.attr.type = PERF_TYPE_SOFTWARE;
-  e.attr.config = PERF_COUNT_SW_BPF_OUTPUT;
-  e.attr.sample_period = 1;
-  e.attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-                       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
-  e.attr.sample_id_all = 1;
-  e.name = "offwake-time";
-  e.ids = {1};
-  return e;
-}
+EventDesc offwake_like_event() { return test::callchain_event("offwake-time"); }
 
 // Writes: synthesized records of the live target and the kernel, then three samples:
 // one 3 ms sample in schedule <- st_leaf <- st_middle <- main, two 1 ms samples in st_middle.

@@ -20,6 +20,7 @@
 #include "perfdata/writer.h"
 #include "support/live_target.h"
 #include "support/run.h"
+#include "support/test_events.h"
 #include "symbolize/dso.h"
 #include "symbolize/symbolizer.h"
 #include "synth/elf_file.h"
@@ -130,18 +131,7 @@ TEST(SymbolizeLikePerf, RecordedWorkloads) {
 }
 
 
-EventDesc probe_event() {
-  EventDesc e;
-  e.attr.type = PERF_TYPE_SOFTWARE;
-  e.attr.config = PERF_COUNT_SW_BPF_OUTPUT;
-  e.attr.sample_period = 1;
-  e.attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-                       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
-  e.attr.sample_id_all = 1;
-  e.name = "probe";
-  e.ids = {1};
-  return e;
-}
+EventDesc probe_event() { return test::callchain_event("probe"); }
 
 // Addresses around the symbols of a DSO: first, second and last byte, and the one after.
 std::vector<uint64_t> probes(const SymbolTable& table, uint64_t lo, uint64_t hi, size_t want) {
