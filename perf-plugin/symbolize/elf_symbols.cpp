@@ -44,16 +44,12 @@ bool wanted(const GElf_Sym& sym, bool text_section) {
 
 }  // namespace
 
-void ElfSymbolFile::ElfCloser::operator()(Elf* e) const { elf_end(e); }
-
 Result<ElfSymbolFile> ElfSymbolFile::open(const std::string& path) {
-  if (elf_version(EV_CURRENT) == EV_NONE) return Error("libelf: version mismatch");
+  auto handle = ElfHandle::open(path);
+  if (!handle) return handle.error();
   ElfSymbolFile f;
   f.path_ = path;
-  f.fd_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f.fd_.valid()) return Error::from_errno("opening " + path);
-  f.elf_.reset(elf_begin(f.fd_.get(), ELF_C_READ_MMAP, nullptr));
-  if (!f.elf_ || elf_kind(f.elf_.get()) != ELF_K_ELF) return Error(path + ": not an ELF file");
+  f.handle_ = std::move(handle).value();
   auto s = f.scan();
   if (!s) return s.error().context(path);
   return f;
@@ -61,9 +57,9 @@ Result<ElfSymbolFile> ElfSymbolFile::open(const std::string& path) {
 
 Status ElfSymbolFile::scan() {
   size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf_.get(), &shstrndx) != 0) return Error("no section name table");
+  if (elf_getshdrstrndx(elf(), &shstrndx) != 0) return Error("no section name table");
   Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf_.get(), scn)) != nullptr) {
+  while ((scn = elf_nextscn(elf(), scn)) != nullptr) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh)) continue;
     // A debug file keeps stripped sections as NOBITS: they hold nothing.
@@ -73,7 +69,7 @@ Status ElfSymbolFile::scan() {
       Elf_Data* d = elf_getdata(scn, nullptr);
       if (d && d->d_buf) build_id_ = parse_build_id_note(static_cast<const uint8_t*>(d->d_buf), d->d_size);
     }
-    const char* name = elf_strptr(elf_.get(), shstrndx, sh.sh_name);
+    const char* name = elf_strptr(elf(), shstrndx, sh.sh_name);
     if (name && std::strcmp(name, ".gnu_debuglink") == 0 && sh.sh_type == SHT_PROGBITS) {
       Elf_Data* d = elf_getdata(scn, nullptr);
       if (d && d->d_buf && d->d_size > 0)
@@ -84,9 +80,9 @@ Status ElfSymbolFile::scan() {
 }
 
 void ElfSymbolFile::load_symbols(SymbolTable& table, bool demangle_names, const ElfSymbolFile& layout) const {
-  Elf* elf = elf_.get();
+  Elf* elf = this->elf();
   const uint32_t type = has_symtab_ ? SHT_SYMTAB : SHT_DYNSYM;
-  std::vector<Load> loads = load_segments(layout.elf_.get());
+  std::vector<Load> loads = load_segments(layout.elf());
   size_t shstrndx = 0;
   elf_getshdrstrndx(elf, &shstrndx);
   Elf_Scn* scn = nullptr;
@@ -125,7 +121,7 @@ void ElfSymbolFile::load_symbols(SymbolTable& table, bool demangle_names, const 
       } else {
         // Past every segment (an end marker like _etext): through its section instead.
         GElf_Shdr ssh;
-        Elf_Scn* s = elf_getscn(layout.elf_.get(), sym.st_shndx);
+        Elf_Scn* s = elf_getscn(layout.elf(), sym.st_shndx);
         if (!s || !gelf_getshdr(s, &ssh)) continue;
         start = sym.st_value - ssh.sh_addr + ssh.sh_offset;
       }
@@ -137,7 +133,7 @@ void ElfSymbolFile::load_symbols(SymbolTable& table, bool demangle_names, const 
 
 std::vector<Symbol> ElfSymbolFile::plt_symbols() const {
   std::vector<Symbol> out;
-  Elf* elf = elf_.get();
+  Elf* elf = this->elf();
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) return out;
   GElf_Shdr plt{}, plt_sec{}, rel{};

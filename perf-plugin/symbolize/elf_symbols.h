@@ -9,7 +9,7 @@
 
 #include "perfdata/records.h"
 #include "symbolize/symbol_table.h"
-#include "util/fd.h"
+#include "util/elf_handle.h"
 #include "util/result.h"
 
 struct Elf;
@@ -36,14 +36,11 @@ class ElfSymbolFile {
   std::vector<Symbol> plt_symbols() const;
 
  private:
-  struct ElfCloser {
-    void operator()(Elf* e) const;
-  };
   Status scan();
+  Elf* elf() const { return handle_.get(); }
 
   std::string path_;
-  UniqueFd fd_;
-  std::unique_ptr<Elf, ElfCloser> elf_;
+  ElfHandle handle_;
   perfdata::BuildId build_id_;
   bool has_symtab_ = false, has_dynsym_ = false;
   std::string debuglink_;

@@ -8,8 +8,6 @@
 
 namespace offwake {
 
-void ElfFile::ElfCloser::operator()(Elf* e) const { elf_end(e); }
-
 perfdata::BuildId parse_build_id_note(const uint8_t* data, size_t size) {
   constexpr uint32_t kNtGnuBuildId = 3;
   perfdata::BuildId id;
@@ -35,14 +33,11 @@ perfdata::BuildId parse_build_id_note(const uint8_t* data, size_t size) {
 }
 
 Result<ElfFile> ElfFile::open(const std::string& path) {
-  if (elf_version(EV_CURRENT) == EV_NONE) return Error("libelf: version mismatch");
+  auto handle = ElfHandle::open(path);
+  if (!handle) return handle.error();
   ElfFile f;
   f.path_ = path;
-  f.fd_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f.fd_.valid()) return Error::from_errno("opening " + path);
-  f.elf_.reset(elf_begin(f.fd_.get(), ELF_C_READ_MMAP, nullptr));
-  if (!f.elf_ || elf_kind(f.elf_.get()) != ELF_K_ELF)
-    return Error(path + ": not an ELF file");
+  f.handle_ = std::move(handle).value();
   auto s = f.load();
   if (!s) return s.error().context(path);
   return f;
@@ -50,17 +45,17 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
 
 Status ElfFile::load() {
   GElf_Ehdr eh;
-  if (!gelf_getehdr(elf_.get(), &eh)) return Error(std::string("ELF header: ") + elf_errmsg(-1));
+  if (!gelf_getehdr(elf(), &eh)) return Error(std::string("ELF header: ") + elf_errmsg(-1));
   pie_ = eh.e_type == ET_DYN;
   size_t nphdr = 0;
-  if (elf_getphdrnum(elf_.get(), &nphdr) != 0) return Error("ELF program headers unreadable");
+  if (elf_getphdrnum(elf(), &nphdr) != 0) return Error("ELF program headers unreadable");
   for (size_t i = 0; i < nphdr; ++i) {
     GElf_Phdr ph;
-    if (!gelf_getphdr(elf_.get(), static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
+    if (!gelf_getphdr(elf(), static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
     segments_.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset, (ph.p_flags & PF_X) != 0});
   }
   Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf_.get(), scn)) != nullptr) {
+  while ((scn = elf_nextscn(elf(), scn)) != nullptr) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
     Elf_Data* d = elf_getdata(scn, nullptr);
@@ -77,7 +72,7 @@ Status ElfFile::load() {
 std::optional<ElfSymbol> ElfFile::find_function(const std::string& name) const {
   for (uint32_t table : {SHT_SYMTAB, SHT_DYNSYM}) {
     Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf_.get(), scn)) != nullptr) {
+    while ((scn = elf_nextscn(elf(), scn)) != nullptr) {
       GElf_Shdr sh;
       if (!gelf_getshdr(scn, &sh) || sh.sh_type != table || sh.sh_entsize == 0) continue;
       Elf_Data* d = elf_getdata(scn, nullptr);
@@ -86,7 +81,7 @@ std::optional<ElfSymbol> ElfFile::find_function(const std::string& name) const {
       for (size_t i = 0; i < n; ++i) {
         GElf_Sym sym;
         if (!gelf_getsym(d, static_cast<int>(i), &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
-        const char* s = elf_strptr(elf_.get(), sh.sh_link, sym.st_name);
+        const char* s = elf_strptr(elf(), sh.sh_link, sym.st_name);
         if (s && name == s && sym.st_value) return ElfSymbol{name, sym.st_value, sym.st_size};
       }
     }

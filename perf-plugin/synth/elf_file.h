@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "perfdata/records.h"
-#include "util/fd.h"
+#include "util/elf_handle.h"
 #include "util/result.h"
 
 struct Elf;
@@ -39,14 +39,11 @@ class ElfFile {
   std::optional<uint64_t> file_offset_of(uint64_t vaddr) const;
 
  private:
-  struct ElfCloser {
-    void operator()(Elf* e) const;
-  };
   Status load();
+  Elf* elf() const { return handle_.get(); }
 
   std::string path_;
-  UniqueFd fd_;
-  std::unique_ptr<Elf, ElfCloser> elf_;
+  ElfHandle handle_;
   perfdata::BuildId build_id_;
   std::vector<ElfSegment> segments_;
   bool pie_ = false;

@@ -1,0 +1,20 @@
+#include "util/elf_handle.h"
+
+#include <fcntl.h>
+#include <libelf.h>
+
+namespace offwake {
+
+void ElfHandle::Closer::operator()(Elf* e) const { elf_end(e); }
+
+Result<ElfHandle> ElfHandle::open(const std::string& path) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return Error("libelf: version mismatch");
+  ElfHandle h;
+  h.fd_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!h.fd_.valid()) return Error::from_errno("opening " + path);
+  h.elf_.reset(elf_begin(h.fd_.get(), ELF_C_READ_MMAP, nullptr));
+  if (!h.elf_ || elf_kind(h.elf_.get()) != ELF_K_ELF) return Error(path + ": not an ELF file");
+  return h;
+}
+
+}  // namespace offwake
