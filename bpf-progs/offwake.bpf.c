@@ -309,8 +309,11 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 
 /* The block recorded in b (block_ts != 0) of task t ended at `end`: aggregate it, or send it
  * in timeline mode. */
-static __always_inline void finish_block(struct task_struct *t, struct task_block *b, __u64 end,
-					 struct offwake_counters *c)
+/* The block recorded in b (block_ts != 0) of task t ended at `end`: aggregate it (or send it).
+ * A block with no recorded waker gets `no_waker`: OFFWAKE_WAKER_NONE (a missed wakeup) or
+ * OFFWAKE_WAKER_STILL_BLOCKED (the recording stopped first). */
+static __always_inline void finish_block_as(struct task_struct *t, struct task_block *b, __u64 end,
+					    struct offwake_counters *c, __u32 no_waker)
 {
 	struct offwake_key key;
 	__u64 start = b->block_ts;
@@ -344,10 +347,10 @@ static __always_inline void finish_block(struct task_struct *t, struct task_bloc
 		__builtin_memcpy(key.waker_comm, b->waker_comm, sizeof(key.waker_comm));
 		b->has_waker = 0;
 	} else {
-		key.waker_flags = OFFWAKE_WAKER_NONE;
+		key.waker_flags = no_waker;
 		key.waker_kern_stack_id = OFFWAKE_NO_STACK;
 		key.waker_user_stack_id = OFFWAKE_NO_STACK;
-		if (c)
+		if (c && no_waker == OFFWAKE_WAKER_NONE)
 			c->missed_wakeups++;
 	}
 	if (cfg.timeline)
@@ -356,14 +359,26 @@ static __always_inline void finish_block(struct task_struct *t, struct task_bloc
 		aggregate(&key, delta, c);
 }
 
+static __always_inline void finish_block(struct task_struct *t, struct task_block *b, __u64 end,
+					 struct offwake_counters *c)
+{
+	finish_block_as(t, b, end, c, OFFWAKE_WAKER_NONE);
+}
+
 /* next is switched in: if it was blocked, its off-CPU interval ends now. */
 static __always_inline void end_block(struct task_struct *next, __u64 now)
 {
 	struct task_block *b;
 
 	b = bpf_task_storage_get(&task_blocks, next, 0, 0);
-	if (!b || !b->block_ts)
+	if (!b)
 		return;
+	if (!b->block_ts) {
+		/* A wakeup of a block we did not see start (it began before the recording, or was
+		 * filtered) is used up by this switch-in: it must not name the waker of a later block. */
+		b->has_waker = 0;
+		return;
+	}
 	finish_block(next, b, now, cpu_counters());
 }
 
@@ -467,6 +482,41 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 }
 
 /* With follow_forks, a child process of a target becomes a target (autoloaded only then). */
+/* Set by user space once the scheduler programs are detached: the end of the recording. */
+__u64 stop_ns = 0;
+
+struct bpf_iter_meta;
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
+/* Run once over every task after the recording stopped: a block that started during the
+ * recording and had not ended is counted up to the stop, with its waker if it was already
+ * woken (runnable, not yet switched in), else as OFFWAKE_WAKER_STILL_BLOCKED. */
+SEC("iter/task")
+int offwake_end_blocks(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct offwake_counters *c;
+	struct task_block *b;
+
+	if (!task || !stop_ns)
+		return 0;
+	b = bpf_task_storage_get(&task_blocks, task, 0, 0);
+	if (!b || !b->block_ts || b->block_ts > stop_ns)
+		return 0;
+	c = cpu_counters();
+	if (c)
+		c->still_blocked++;
+	/* Woken during this block but not yet switched in: the waker stands. Any older wakeup
+	 * belongs to an earlier block. */
+	if (b->has_waker && b->wake_ts < b->block_ts)
+		b->has_waker = 0;
+	finish_block_as(task, b, stop_ns, c, OFFWAKE_WAKER_STILL_BLOCKED);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(offwake_fork, struct task_struct *parent, struct task_struct *child)
 {

@@ -24,6 +24,7 @@
 #define OFFWAKE_WAKER_NONE 0x8u    /* no sched_waking seen for this block: waker unknown */
 #define OFFWAKE_WAKER_KTHREAD 0x10u /* the waker is a kernel thread (no user stack) */
 #define OFFWAKE_WAKER_IRQ_UNKNOWN 0x20u /* interrupt context could not be checked */
+#define OFFWAKE_WAKER_STILL_BLOCKED 0x40u /* the recording ended first: counted up to its end */
 #define OFFWAKE_WAKER_IRQ_MASK (OFFWAKE_WAKER_HARDIRQ | OFFWAKE_WAKER_SOFTIRQ | OFFWAKE_WAKER_NMI)
 
 /* One aggregation bucket: a blocked thread, the stacks it blocked in, and who woke it how.
@@ -94,6 +95,8 @@ struct offwake_counters {
 	                             * or at the task's next switch-out if no wakeup was seen */
 	__u64 ringbuf_drops;        /* timeline mode: blocks lost, the ring buffer was full */
 	__u64 ringbuf_drops_ns;     /* ... and their blocked time */
+	__u64 still_blocked;        /* blocks not ended when the recording stopped: ended at the stop
+	                             * (waker OFFWAKE_WAKER_STILL_BLOCKED) by the end_blocks iterator */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every

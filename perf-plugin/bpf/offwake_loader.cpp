@@ -210,6 +210,23 @@ Status OffwakeBpf::attach() {
   return ok_status();
 }
 
+Status OffwakeBpf::end_open_blocks(uint64_t stop_ns) {
+  skel_->bss->stop_ns = stop_ns;
+  LibbpfLogCapture log;
+  std::unique_ptr<bpf_link, int (*)(bpf_link*)> link(bpf_program__attach_iter(skel_->progs.offwake_end_blocks, nullptr),
+                                                     bpf_link__destroy);
+  if (!link) return with_log(Error::from_errno("attaching the end-of-recording task iterator"), log);
+  UniqueFd iter(bpf_iter_create(bpf_link__fd(link.get())));
+  if (!iter.valid()) return Error::from_errno("creating the end-of-recording task iterator");
+  // The program prints nothing: reading to the end runs it over every task.
+  char buf[256];
+  for (;;) {
+    ssize_t n = read(iter.get(), buf, sizeof buf);
+    if (n == 0) return ok_status();
+    if (n < 0 && errno != EINTR) return Error::from_errno("running the end-of-recording task iterator");
+  }
+}
+
 void OffwakeBpf::detach() {
   for (bpf_link** link : {&skel_->links.offwake_switch, &skel_->links.offwake_waking,
                           &skel_->links.offwake_fork}) {

@@ -64,6 +64,11 @@ class OffwakeBpf {
   Status attach();
   void detach();
 
+  // After detach(): blocks that started during the recording and have not ended are ended at
+  // `stop_ns` (CLOCK_MONOTONIC), by a BPF task iterator, and aggregated (or sent) with waker
+  // OFFWAKE_WAKER_STILL_BLOCKED unless already woken; counted in still_blocked.
+  Status end_open_blocks(uint64_t stop_ns);
+
   // Adds a process to the target set, also while attached. Only with options.tgids set
   // (otherwise everything is traced already).
   Status add_target_tgid(uint32_t tgid);

@@ -240,7 +240,9 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     if (deadline && monotonic_ns() >= deadline) break;
   }
   bpf_->detach();
-  stats_.duration_ns = monotonic_ns() - start;
+  const uint64_t stop = monotonic_ns();
+  stats_.duration_ns = stop - start;
+  OFFWAKE_TRY(bpf_->end_open_blocks(stop));
   if (workload_) {
     if (!workload_->exited()) {
       workload_->terminate();

@@ -22,7 +22,8 @@ constexpr PseudoWaker kHardirqWaker{0x7ffffff0, "[hardirq]"};
 constexpr PseudoWaker kSoftirqWaker{0x7ffffff1, "[softirq]"};
 constexpr PseudoWaker kNmiWaker{0x7ffffff2, "[nmi]"};
 constexpr PseudoWaker kUnknownWaker{0x7ffffff3, "[no waker seen]"};
-constexpr PseudoWaker kPseudoWakers[] = {kHardirqWaker, kSoftirqWaker, kNmiWaker, kUnknownWaker};
+constexpr PseudoWaker kStillBlocked{0x7ffffff4, "[still blocked]"};
+constexpr PseudoWaker kPseudoWakers[] = {kHardirqWaker, kSoftirqWaker, kNmiWaker, kUnknownWaker, kStillBlocked};
 
 // The pseudo-thread for a key's waker, or nullptr when the waker is a real thread.
 const PseudoWaker* pseudo_waker(uint32_t waker_flags);

@@ -18,6 +18,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"irq_wakeups", c.irq_wakeups},
       {"missed_wakeups", c.missed_wakeups},
       {"late_block_ends", c.late_ends},
+      {"still_blocked_at_stop", c.still_blocked},
       {"lost_ringbuf_drops", c.ringbuf_drops},
       {"lost_ringbuf_drops_ns", c.ringbuf_drops_ns},
       {"timeline_events", timeline_events},
@@ -77,7 +78,8 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           "[ perf offwake record: lost %llu blocks (map full %llu, no task storage %llu, unended %llu, "
           "ring buffer full %llu, recursion %llu); "
           "%llu stacks missing (collisions %llu, failed walks %llu, stack map full %llu); "
-          "%llu blocks without a waker; %llu ended late (switch-in not traced) ]\n",
+          "%llu blocks without a waker; %llu ended late (switch-in not traced); "
+          "%llu still blocked at the stop (counted up to it) ]\n",
           (unsigned long long)s.lost_blocks(), (unsigned long long)c.agg_map_full,
           (unsigned long long)c.storage_failed, (unsigned long long)c.unended_blocks,
           (unsigned long long)c.ringbuf_drops, (unsigned long long)s.recursion_misses,
@@ -85,7 +87,8 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           (unsigned long long)(c.stack_collision[0] + c.stack_collision[1]),
           (unsigned long long)(c.stack_walk_failed[0] + c.stack_walk_failed[1]),
           (unsigned long long)(c.stack_map_full[0] + c.stack_map_full[1]),
-          (unsigned long long)c.missed_wakeups, (unsigned long long)c.late_ends);
+          (unsigned long long)c.missed_wakeups, (unsigned long long)c.late_ends,
+          (unsigned long long)c.still_blocked);
 }
 
 }  // namespace offwake

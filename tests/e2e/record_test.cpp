@@ -210,6 +210,29 @@ TEST(Record, AttachToRunningProcess) {
   EXPECT_TRUE(std::any_of(r.samples.begin(), r.samples.end(), [](auto& s) { return s.has_frame("wl_wait_for_signal"); }));
 }
 
+// A block in progress when the recording stops is counted up to the stop, and its waker is
+// the pseudo-thread "[still blocked]": never silently left out.
+TEST(Record, BlockInProgressAtStopIsCountedUpToIt) {
+  Background bg(kWorkloads + "wl_sleep -n 100000 -m 1500");
+  TempDir dir;
+  auto r = record(dir, "-p " + std::to_string(bg.pid) + " --duration 2.2");
+  expect_clean(r);
+  EXPECT_NE(r.record.err.find("; 1 still blocked at the stop"), std::string::npos) << r.record.err;
+  size_t still = 0;
+  for (size_t i = 0; i + 1 < r.samples.size(); ++i) {
+    const ScriptSample& s = r.samples[i];
+    if (s.event != "offwake-time" || !s.has_frame("wl_sleep_for")) continue;
+    const ScriptSample& w = r.samples[i + 1];
+    if (w.comm != "[still blocked]") continue;
+    ++still;
+    // The 1.5 s sleep in progress at the stop began during the 2.2 s recording.
+    EXPECT_GT(s.period, 0u);
+    EXPECT_LE(s.period, 1'550'000'000u);
+    EXPECT_FALSE(w.has_kernel_frames());
+  }
+  EXPECT_EQ(still, 1u) << r.script.out;
+}
+
 TEST(Record, SystemWide) {
   Background bg(kWorkloads + "wl_sleep -n 100000 -m 5");
   TempDir dir;
