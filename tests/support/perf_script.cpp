@@ -81,4 +81,12 @@ std::vector<Truth> parse_truth(const std::string& text) {
   return out;
 }
 
+uint64_t blocks_without_waker(const std::string& record_stderr) {
+  const std::string tail = " blocks without a waker";
+  auto at = record_stderr.find(tail);
+  if (at == std::string::npos) return 0;
+  auto start = record_stderr.rfind(' ', at - 1);
+  return std::stoull(record_stderr.substr(start + 1, at - start - 1));
+}
+
 }  // namespace offwake::test

@@ -39,4 +39,9 @@ struct Truth {
 };
 std::vector<Truth> parse_truth(const std::string& text);
 
+// "N blocks without a waker" from perf offwake record's summary: wakeups the kernel never
+// traced (see late_ends in bpf-progs/offwake.bpf.c). Those blocks are kept, with the waker
+// "[no waker seen]"; tests accept that many and no more.
+uint64_t blocks_without_waker(const std::string& record_stderr);
+
 }  // namespace offwake::test
