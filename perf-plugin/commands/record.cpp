@@ -296,6 +296,7 @@ Status Recorder::write_aggregates() {
   auto counters = bpf_->read_counters();
   if (!counters) return counters.error();
   auto misses = bpf_->recursion_misses();
+  if (!misses) return misses.error();
   if (opt_.timeline) OFFWAKE_TRY(write_events(true));
 
   const uint64_t time = monotonic_ns();
@@ -308,7 +309,7 @@ Status Recorder::write_aggregates() {
   }
   stats_.keys = aggregates->size();
   stats_.counters = *counters;
-  stats_.recursion_misses = misses ? *misses : 0;
+  stats_.recursion_misses = *misses;
   stats_.kernel_lookup_failed = convert.kernel_losses().lookup_failed;
   stats_.user_lookup_failed = convert.user_losses().lookup_failed;
   stats_.tracking_undecodable = tracking_->undecodable();
