@@ -2,46 +2,58 @@
 /* Off-CPU time with blocked and waker stacks, aggregated in the kernel, or (timeline mode)
  * sent block by block through a ring buffer.
  *
- * sched_switch, prev blocks (not preempted, state has S/D): remember when, its stacks and state
- *                                                          in prev's task storage.
- * sched_waking, runs in the waker's context: remember the waker and its stacks in the wakee's
- *                                            task storage (last waking before switch-in wins).
- * sched_switch, next was blocked: add now - block start to the bucket of (blocked thread,
- *                                 stacks, state, waker, waker stacks); in timeline mode, send
- *                                 that key with the block's start and end as one event.
- * sched_switch, prev still marked blocked: the switch-in that ended its block was never seen.
- *                                 On this kernel (6.18, paravirtualised) sched_switch now and
- *                                 then does not fire at all for a switch, mostly out of the idle
- *                                 task (perf -e sched:sched_switch misses the same switches).
- *                                 The task is running, so the block is over: it is kept, ended
- *                                 at its recorded wakeup (or now if none), and counted in
- *                                 late_ends, instead of being silently overwritten.
+ * Each stack is taken only for a block that is kept, and as late as possible:
  *
- * Stack ids come from one BPF_MAP_TYPE_STACK_TRACE map compared exactly (no
- * BPF_F_FAST_STACK_CMP): a hash match with different frames is reported as -EEXIST and
- * counted, never silently merged into another stack. No BPF_F_REUSE_STACKID either: ids
- * already stored in aggregation keys must keep naming the stack they were given for.
+ * sched_switch, prev blocks (not preempted, state wanted): remember when, its state and comm in
+ *     prev's task storage. Its user stack is walked now, unless a duration filter is set and
+ *     the block is inside a system call: then the user registers stay as they are until the
+ *     system call returns, and the stack is walked then (sys_exit), for kept blocks only.
+ * sched_waking, in the waker's context: remember the waker; take its kernel and user stacks
+ *     unless the block cannot be kept (shorter than --min-block so far, or already longer
+ *     than --max-block). A wakeup of a task that is still runnable ends no block: ignored.
+ * sched_switch, next was blocked: the block ends now. Filters apply; a kept block's kernel
+ *     stack is taken from the sleeping task (bpf_get_task_stack: its kernel stack has not
+ *     moved since it blocked), and the block is aggregated by (blocked thread, its stacks,
+ *     state, waker, waker stacks), or sent in timeline mode; if its user stack is still to
+ *     be walked it waits in task storage (pending) until the task is back on a CPU.
+ * sched_switch, prev still marked blocked: the switch-in that ended its block was never seen.
+ *     On this kernel (6.18, paravirtualised) sched_switch now and then does not fire at all
+ *     for a switch, mostly out of the idle task (perf -e sched:sched_switch misses the same
+ *     switches). The task is running, so the block is over: it is kept, ended at its
+ *     recorded wakeup (or now if none), and counted in late_ends; its kernel stack is gone.
+ *
+ * Stacks: kernel stacks of the current task come from bpf_get_stackid() into one
+ * BPF_MAP_TYPE_STACK_TRACE map compared exactly (no BPF_F_FAST_STACK_CMP, no
+ * BPF_F_REUSE_STACKID: ids stored in keys keep naming their stack). That map keeps one
+ * stack per hash bucket; a stack whose bucket is taken goes to stack_store instead, a hash
+ * map that compares whole stacks, which also holds the stacks these programs walk or copy
+ * themselves: user stacks (a frame-pointer walk that stops before any read that would fault,
+ * see walk_frame) and kernel stacks of sleeping tasks.
  */
 #include <linux/bpf.h>
 #include <linux/errno.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #include "offwake.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define PF_IO_WORKER 0x00000010u
+#define PF_USER_WORKER 0x00004000u
 #define PF_KTHREAD 0x00200000u
+/* No user stack of their own to speak of: kernel threads, io_uring and other user workers. */
+#define PF_NO_USER_STACK (PF_KTHREAD | PF_USER_WORKER | PF_IO_WORKER)
 
 /* preempt_count bits (include/linux/preempt.h) */
 #define SOFTIRQ_OFFSET 0x00000100u
 #define HARDIRQ_MASK 0x000f0000u
 #define NMI_MASK 0x00f00000u
 
-#define OFFWAKE_MAX_STACK_DEPTH 127
-
 /* Just the fields we read; CO-RE relocates them to this kernel's layout. */
 struct rq;
+struct mm_struct;
 
 struct cfs_rq {
 	struct rq *rq;
@@ -49,36 +61,66 @@ struct cfs_rq {
 
 struct sched_entity {
 	struct cfs_rq *cfs_rq;
+	unsigned char sched_delayed;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
 	unsigned int flags;
+	int on_cpu;
+	int on_rq;
 	int pid;
 	int tgid;
+	struct mm_struct *mm;
+	__u64 start_time;
+	__u64 self_exec_id;
 	char comm[OFFWAKE_COMM_LEN];
 	struct sched_entity se;
 } __attribute__((preserve_access_index));
 
+struct pt_regs {
+	unsigned long bp;
+	unsigned long orig_ax;
+	unsigned long ip;
+	unsigned long sp;
+} __attribute__((preserve_access_index));
+
 const volatile struct offwake_config cfg = {
-	.state_mask = OFFWAKE_STATE_INTERRUPTIBLE | OFFWAKE_STATE_UNINTERRUPTIBLE,
+	.state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I,
+	.stack_depth = OFFWAKE_MAX_STACK_DEPTH,
+	.user_stack_limit = 8 << 20,
 };
+
+/* task_block.flags */
+#define TB_WAKER 0x1u        /* a wakeup is recorded */
+#define TB_WAKE_ON_CPU 0x2u  /* ... it came while the task was still on its way into the
+                              * scheduler: it belongs to the block that switch-out starts */
+#define TB_DEFER_USER 0x4u   /* the open block's user stack is walked when its system call returns */
+#define TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
 
 /* What a task left behind when it blocked, and who woke it. */
 struct task_block {
 	__u64 block_ts; /* 0: not blocked (or block not tracked) */
-	__s64 kern_stack_id;
-	__s64 user_stack_id;
+	__u64 wake_ts;  /* when the recorded waker woke the task */
 	__u32 state;
-	__u32 has_waker;
+	__u32 flags;    /* TB_* */
+	__s64 kern_stack_id; /* of the open block, with --sched-frames (taken at switch-out) */
+	__s64 user_stack_id; /* of the open block, unless TB_DEFER_USER */
 	__u32 waker_flags;
 	__u32 waker_tgid;
 	__u32 waker_tid;
 	__u32 reserved;
-	__u64 wake_ts;  /* when the recorded waker woke the task */
+	__u64 waker_ident;
 	__s64 waker_kern_stack_id;
 	__s64 waker_user_stack_id;
 	char comm[OFFWAKE_COMM_LEN];
 	char waker_comm[OFFWAKE_COMM_LEN];
+	/* A finished, kept block waiting for its user stack (TB_PENDING). */
+	struct offwake_key pending;
+	__u64 pending_start;
+	__u64 pending_end;
+	__u64 pending_stamp;
+	__u32 pending_cpu;
+	__u32 pending_reserved;
 };
 
 /* max_entries and value_size (depth * 8) are set by the loader before load. */
@@ -88,6 +130,15 @@ struct {
 	__uint(value_size, OFFWAKE_MAX_STACK_DEPTH * sizeof(__u64));
 	__uint(max_entries, 16384);
 } stack_traces SEC(".maps");
+
+/* Whole-stack-compared stacks, keyed by OFFWAKE_STORE_ID | hash. The loader sets max_entries
+ * and cuts value_size to the stack depth. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct offwake_stored_stack);
+	__uint(max_entries, 16384);
+} stack_store SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -110,7 +161,7 @@ struct {
 	__type(value, struct task_block);
 } task_blocks SEC(".maps");
 
-/* Filled by the loader after load, before attach; grown by follow_forks. */
+/* Filled by the loader after load, before attach; grown by follow_forks, pruned at exit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
@@ -132,11 +183,52 @@ struct {
 	__uint(max_entries, 1);
 } counters SEC(".maps");
 
+/* Per-CPU scratch space for one stack, one slot per program: sys_exit runs with interrupts
+ * on, and a wakeup from an interrupt may run the waking program on the same CPU meanwhile. */
+#define WINDOW 512 /* bytes of user stack read at once */
+struct scratch {
+	struct offwake_stored_stack st;
+	__u64 win_start;
+	__u64 win_len;
+	__u8 window[WINDOW + 16];
+};
+enum { SLOT_SWITCH, SLOT_WAKING, SLOT_SYSCALL, SLOT_OTHER, NR_SLOTS };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, NR_SLOTS);
+} scratch SEC(".maps");
+
+/* Set by user space once the scheduler programs are detached: the end of the recording. */
+__u64 stop_ns = 0;
+/* Blocks parked for their user stack, machine-wide: sys_exit, which runs on every system
+ * call, does nothing else while there are none. */
+__s64 parked = 0;
+
 static __always_inline struct offwake_counters *cpu_counters(void)
 {
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+#define COUNT(c, field) do { if (c) (c)->field++; } while (0)
+
+/* The task this CPU last switched to, as seen by offwake_switch. A switch-out of another task
+ * means switches went by untraced: on some platforms the kernel runs no BPF program while
+ * certain tasks are current (here: the VM's init process), nor in interrupts taken on them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} cpu_current SEC(".maps");
+
+static __always_inline struct scratch *scratch_slot(__u32 slot)
+{
+	return bpf_map_lookup_elem(&scratch, &slot);
 }
 
 static __always_inline int task_wanted(struct task_struct *t)
@@ -157,37 +249,289 @@ static __always_inline int task_wanted(struct task_struct *t)
 	return 1;
 }
 
-/* bpf_get_stackid() of the current task; every failure is counted by kind. Kernel walks
- * from tp_btf start inside this JITed program, which has no ORC data: the first frames are
- * junk (two on x86 6.18: not even kernel addresses) and would split identical stacks into
- * different ids, so they are skipped here. */
-static __always_inline __s64 stack_id(void *ctx, __u64 flags, int half, struct offwake_counters *c)
+static __always_inline int state_wanted(__u32 state)
 {
-	long id;
+	if (state & OFFWAKE_STATE_UNINTERRUPTIBLE) {
+		if (state & OFFWAKE_STATE_NOLOAD)
+			return cfg.state_mask & OFFWAKE_WANT_I;
+		return cfg.state_mask & OFFWAKE_WANT_D;
+	}
+	if (state & OFFWAKE_STATE_INTERRUPTIBLE)
+		return cfg.state_mask & OFFWAKE_WANT_S;
+	return 0;
+}
+
+/* Whether block durations are filtered, so that stacks are worth deferring. */
+static __always_inline int lazy(void)
+{
+	return !cfg.eager && (cfg.min_block_ns || cfg.max_block_ns);
+}
+
+static __always_inline int duration_kept(__u64 delta)
+{
+	return delta >= cfg.min_block_ns && !(cfg.max_block_ns && delta > cfg.max_block_ns);
+}
+
+/* Who a task is: its start time tells a reused pid apart, its exec count an exec. */
+static __always_inline __u64 task_ident(struct task_struct *t)
+{
+	__u64 id = t->start_time ^ (t->self_exec_id * 0x9E3779B97F4A7C15ull);
+
+	return id ? id : 1;
+}
+
+static __always_inline int frames_to_bytes(void)
+{
+	__u32 depth = cfg.stack_depth;
+
+	if (depth > OFFWAKE_MAX_STACK_DEPTH)
+		depth = OFFWAKE_MAX_STACK_DEPTH;
+	return depth * sizeof(__u64);
+}
+
+/* ---- The stack store: whole stacks compared, no collisions while it has room ---- */
+
+struct frames_ctx {
+	const __u64 *a; /* the scratch stack */
+	const __u64 *b; /* a stored stack */
+	__u64 hash;
+	__u32 nr;
+	__u32 differ;
+};
+
+/* An index the verifier can see is below both the array size and the stored depth (the
+ * compiler may otherwise index with the copy it had before the check). */
+static __always_inline __u64 frame_index(__u32 i)
+{
+	volatile __u64 v = i;
+	__u64 j = v;
+
+	if (j >= OFFWAKE_MAX_STACK_DEPTH || j >= cfg.stack_depth)
+		return OFFWAKE_MAX_STACK_DEPTH;
+	return j;
+}
+
+static long hash_frame(__u32 i, void *data)
+{
+	struct frames_ctx *f = data;
+	__u64 j = frame_index(i);
+
+	if (j >= OFFWAKE_MAX_STACK_DEPTH)
+		return 1;
+	f->hash = (f->hash ^ f->a[j]) * 0x100000001B3ull;
+	f->hash ^= f->hash >> 29;
+	return 0;
+}
+
+static long compare_frame(__u32 i, void *data)
+{
+	struct frames_ctx *f = data;
+	__u64 j = frame_index(i);
+
+	if (j >= OFFWAKE_MAX_STACK_DEPTH)
+		return 1;
+	if (f->a[j] != f->b[j]) {
+		f->differ = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline int same_stack(struct offwake_stored_stack *a, struct offwake_stored_stack *b)
+{
+	struct frames_ctx f = { .a = a->ips, .b = b->ips };
+	__u32 nr = a->nr;
+
+	if (nr != b->nr || a->half != b->half)
+		return 0;
+	if (nr > OFFWAKE_MAX_STACK_DEPTH)
+		return 0;
+	bpf_loop(nr, compare_frame, &f, 0);
+	return !f.differ;
+}
+
+/* Stores s->st (nr frames of `half`) and returns its id, or -errno (counted). Tries a second
+ * hash if the first one names another stack. */
+static __always_inline __s64 store_stack(struct scratch *s, __u32 half, struct offwake_counters *c)
+{
+	struct frames_ctx f = { .a = s->st.ips, .hash = 0xCBF29CE484222325ull ^ half };
+	struct offwake_stored_stack *v;
+	__u32 nr = s->st.nr;
+	__u64 id;
+	long err;
+	int attempt;
+
+	if (nr > OFFWAKE_MAX_STACK_DEPTH)
+		nr = OFFWAKE_MAX_STACK_DEPTH;
+	s->st.half = half;
+	bpf_loop(nr, hash_frame, &f, 0);
+	for (attempt = 0; attempt < 2; attempt++) {
+		id = OFFWAKE_STORE_ID | (f.hash & OFFWAKE_STORE_HASH_MASK);
+		v = bpf_map_lookup_elem(&stack_store, &id);
+		if (!v) {
+			err = bpf_map_update_elem(&stack_store, &id, &s->st, BPF_NOEXIST);
+			if (!err)
+				return id;
+			if (err != -EEXIST) {
+				if (c && half <= OFFWAKE_USER)
+					c->stack_map_full[half & 1]++;
+				return -ENOMEM;
+			}
+			v = bpf_map_lookup_elem(&stack_store, &id); /* another CPU stored it first */
+			if (!v)
+				continue;
+		}
+		if (same_stack(&s->st, v))
+			return id;
+		f.hash = (f.hash + 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+	}
+	if (c)
+		c->stack_collision[half & 1]++;
+	return -EEXIST;
+}
+
+/* Counts a failed stack helper call by kind and returns it. */
+static __always_inline __s64 stack_error(long err, int half, struct offwake_counters *c)
+{
+	if (!c)
+		return err;
+	if (err == -EFAULT)
+		c->stack_walk_failed[half & 1]++;
+	else
+		c->stack_other_error[half & 1]++;
+	return err;
+}
+
+/* bpf_get_stackid() of the current task; a stack whose bucket another stack owns goes to
+ * the stack store. Kernel walks from tp_btf start inside this JITed program, which has no
+ * ORC data: the first frames are junk (two on x86 6.18: not even kernel addresses) and would
+ * split identical stacks into different ids, so they are skipped here. */
+static __always_inline __s64 current_stack(void *ctx, __u64 flags, int half, struct scratch *s,
+					   struct offwake_counters *c)
+{
+	long id, n;
 
 	if (half == OFFWAKE_KERNEL)
 		flags |= cfg.kernel_stack_skip & BPF_F_SKIP_FIELD_MASK;
+	if (c)
+		c->stack_captures[half & 1]++;
 	id = bpf_get_stackid(ctx, &stack_traces, flags);
-
-	if (id >= 0 || !c)
+	if (id >= 0)
 		return id;
-	switch (-id) {
-	case EEXIST:
-		c->stack_collision[half]++;
-		break;
-	case EFAULT:
-		c->stack_walk_failed[half]++;
-		break;
-	case ENOMEM:
-	case E2BIG:
-		c->stack_map_full[half]++;
-		break;
-	default:
-		c->stack_other_error[half]++;
-		break;
-	}
-	return id;
+	if (id != -EEXIST || !s)
+		return stack_error(id, half, c);
+	/* The same unwind again, into the store. */
+	n = bpf_get_stack(ctx, s->st.ips, frames_to_bytes(), flags);
+	if (n <= 0)
+		return stack_error(n ? n : -EFAULT, half, c);
+	s->st.nr = n / sizeof(__u64);
+	COUNT(c, stack_store_fallbacks[half & 1]);
+	return store_stack(s, half, c);
 }
+
+/* The kernel stack of a task that is not running (blocked, or about to be switched in): it
+ * has not moved since the task blocked, so it is the blocked stack. */
+static __always_inline __s64 sleeping_kernel_stack(struct task_struct *t, struct scratch *s,
+						   struct offwake_counters *c)
+{
+	long n;
+
+	if (!s)
+		return -ENOMEM;
+	COUNT(c, stack_captures[OFFWAKE_KERNEL]);
+	n = bpf_get_task_stack(t, s->st.ips, frames_to_bytes(), 0);
+	if (n <= 0)
+		return stack_error(n ? n : -EFAULT, OFFWAKE_KERNEL, c);
+	s->st.nr = n / sizeof(__u64);
+	return store_stack(s, OFFWAKE_KERNEL, c);
+}
+
+/* ---- The user stack, walked by frame pointers ---- */
+
+struct walk_ctx {
+	struct scratch *s;
+	__u64 fp;
+	__u64 lo; /* a frame lies at or above this */
+	__u64 hi; /* ... and below this */
+	__u32 nr;
+	__u32 depth;
+};
+
+/* One frame: {next frame pointer, return address} at fp. Stops where bpf_get_stackid's walk
+ * would fault or find nothing: a frame pointer that is zero, misaligned, not above the
+ * previous frame or outside the thread's stack. Such a read costs a page fault with exception
+ * fixup, several microseconds here, and gives nothing. The stack is read a window at a time,
+ * within one page, so that shallow stacks cost one read. */
+static long walk_frame(__u32 i, void *data)
+{
+	struct walk_ctx *w = data;
+	struct scratch *s = w->s;
+	__u64 fp = w->fp, off, len, next, ret;
+	__u64 n = frame_index(w->nr);
+
+	if (n >= w->depth || n >= OFFWAKE_MAX_STACK_DEPTH)
+		return 1;
+	if (!fp || (fp & 7) || fp < w->lo || fp >= w->hi)
+		return 1;
+	if (fp < s->win_start || fp + 16 > s->win_start + s->win_len) {
+		len = 4096 - (fp & 4095);
+		if (len < 16)
+			len = 16;
+		if (len > WINDOW)
+			len = WINDOW;
+		if (bpf_probe_read_user(s->window, len, (void *)fp)) {
+			s->win_len = 0;
+			return 1; /* unmapped: bpf_get_stackid's walk ends here too */
+		}
+		s->win_start = fp;
+		s->win_len = len;
+	}
+	off = (fp - s->win_start) & (WINDOW - 1);
+	next = *(__u64 *)&s->window[off];
+	ret = *(__u64 *)&s->window[off + 8];
+	s->st.ips[n] = ret;
+	w->nr = n + 1;
+	w->lo = fp + 16;
+	w->fp = next;
+	return 0;
+}
+
+/* The current task's user stack, from the registers it entered the kernel with. */
+static __always_inline __s64 current_user_stack(void *ctx, struct scratch *s, struct offwake_counters *c)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+	struct walk_ctx w = {};
+
+	if (cur->flags & PF_NO_USER_STACK)
+		return OFFWAKE_NO_STACK;
+	if (!cur->mm) {
+		COUNT(c, no_user_context);
+		return -OFFWAKE_ERR_NO_USER_CONTEXT;
+	}
+	if (cfg.kernel_user_walker)
+		return current_stack(ctx, BPF_F_USER_STACK, OFFWAKE_USER, s, c);
+	if (!s)
+		return -ENOMEM;
+	COUNT(c, stack_captures[OFFWAKE_USER]);
+	regs = (struct pt_regs *)bpf_task_pt_regs(cur);
+	if (!regs)
+		return stack_error(-EFAULT, OFFWAKE_USER, c);
+	s->st.ips[0] = regs->ip;
+	s->win_start = 0;
+	s->win_len = 0;
+	w.s = s;
+	w.fp = regs->bp;
+	w.lo = regs->sp;
+	w.hi = regs->sp + cfg.user_stack_limit;
+	w.nr = 1;
+	w.depth = cfg.stack_depth;
+	bpf_loop(OFFWAKE_MAX_STACK_DEPTH, walk_frame, &w, 0);
+	s->st.nr = w.nr;
+	return store_stack(s, OFFWAKE_USER, c);
+}
+
+/* ---- Interrupt context ---- */
 
 /* This CPU's preempt_count, found from the current task's runqueue (a static per-CPU
  * variable like preempt_count itself). Returns -1 if it cannot be read. */
@@ -195,13 +539,16 @@ static __always_inline long preempt_count(void)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct cfs_rq *cfs;
-	__u64 rq = 0;
+	__u64 rq;
 	__u32 pc = 0;
 
 	if (!cfg.irq_detect)
 		return -1;
 	cfs = cur->se.cfs_rq;
-	if (!cfs || bpf_probe_read_kernel(&rq, sizeof(rq), &cfs->rq) || !rq)
+	if (!cfs)
+		return -1;
+	rq = (__u64)cfs->rq; /* a BTF-typed load: no helper call */
+	if (!rq)
 		return -1;
 	if (bpf_probe_read_kernel(&pc, sizeof(pc), (void *)(rq + cfg.preempt_count_from_rq)))
 		return -1;
@@ -224,38 +571,10 @@ static __always_inline __u32 irq_context(void)
 	return 0;
 }
 
-/* prev (== current) is switched out in a blocking state. */
-static __always_inline void record_block(void *ctx, struct task_struct *prev, __u32 state, __u64 now)
-{
-	struct offwake_counters *c;
-	struct task_block *b;
+/* ---- Blocks: kept ones become aggregates or events ---- */
 
-	if (!task_wanted(prev))
-		return;
-	if (cfg.filter_cgroup && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
-		return;
-
-	c = cpu_counters();
-	b = bpf_task_storage_get(&task_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!b) {
-		if (c)
-			c->storage_failed++;
-		return;
-	}
-	if (b->block_ts && c)
-		c->unended_blocks++;
-	b->state = state;
-	b->kern_stack_id = stack_id(ctx, 0, OFFWAKE_KERNEL, c);
-	if (prev->flags & PF_KTHREAD)
-		b->user_stack_id = OFFWAKE_NO_STACK;
-	else
-		b->user_stack_id = stack_id(ctx, BPF_F_USER_STACK, OFFWAKE_USER, c);
-	bpf_get_current_comm(b->comm, sizeof(b->comm));
-	/* Last: a block_ts != 0 tells the switch-in side the rest is filled in. */
-	b->block_ts = now;
-}
-
-static __always_inline void aggregate(struct offwake_key *key, __u64 delta, struct offwake_counters *c)
+static __always_inline void aggregate(struct offwake_key *key, __u64 delta, __u64 stamp,
+				      struct offwake_counters *c)
 {
 	struct offwake_value zero = {}, *v;
 	long err;
@@ -278,12 +597,13 @@ static __always_inline void aggregate(struct offwake_key *key, __u64 delta, stru
 	__sync_fetch_and_add(&v->count, 1);
 	if (delta > v->max_ns)
 		v->max_ns = delta;
-	if (c)
-		c->blocks++;
+	if (stamp > v->last_ns)
+		v->last_ns = stamp;
+	COUNT(c, blocks);
 }
 
 /* Timeline mode: the block as one event. A full ring buffer loses it, counted. */
-static __always_inline void send_event(const struct offwake_key *key, __u64 start, __u64 end,
+static __always_inline void send_event(const struct offwake_key *key, __u64 start, __u64 end, __u32 cpu,
 				       struct offwake_counters *c)
 {
 	struct offwake_event *e;
@@ -299,76 +619,201 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 	__builtin_memcpy(&e->key, key, sizeof(e->key));
 	e->start_ns = start;
 	e->end_ns = end;
-	e->cpu = bpf_get_smp_processor_id();
+	e->cpu = cpu;
 	e->reserved = 0;
 	/* Default wakeup policy: the reader is woken only when it has caught up. */
 	bpf_ringbuf_submit(e, 0);
-	if (c)
-		c->blocks++;
+	COUNT(c, blocks);
 }
 
-/* The block recorded in b (block_ts != 0) of task t ended at `end`: aggregate it, or send it
- * in timeline mode. */
-/* The block recorded in b (block_ts != 0) of task t ended at `end`: aggregate it (or send it).
- * A block with no recorded waker gets `no_waker`: OFFWAKE_WAKER_NONE (a missed wakeup) or
- * OFFWAKE_WAKER_STILL_BLOCKED (the recording stopped first). */
-static __always_inline void finish_block_as(struct task_struct *t, struct task_block *b, __u64 end,
-					    struct offwake_counters *c, __u32 no_waker)
+static __always_inline void emit(struct offwake_key *key, __u64 start, __u64 end, __u64 stamp, __u32 cpu,
+				 struct offwake_counters *c)
 {
-	struct offwake_key key;
+	if (cfg.timeline)
+		send_event(key, start, end, cpu, c);
+	else
+		aggregate(key, end - start, stamp, c);
+}
+
+static __always_inline void clear_waker(struct task_block *b)
+{
+	b->flags &= ~(TB_WAKER | TB_WAKE_ON_CPU);
+}
+
+/* Whether b's recorded wakeup ended the open block: it came during the block, or while the
+ * task was on its way into the scheduler to start it. */
+static __always_inline int waker_of_block(struct task_block *b)
+{
+	return (b->flags & TB_WAKER) && ((b->flags & TB_WAKE_ON_CPU) || b->wake_ts >= b->block_ts);
+}
+
+/* The open block of task t (b->block_ts != 0) ended at `end` and is kept: its key, with
+ * kernel stack `kern`, and the recorded waker if `with_waker`. Emitted now, or parked in b->pending until its user stack is walked.
+ * A block with no wakeup of its own gets `no_waker`: OFFWAKE_WAKER_NONE (a missed wakeup)
+ * or OFFWAKE_WAKER_STILL_BLOCKED (the recording stopped first). */
+static __always_inline void finish_block(struct task_struct *t, struct task_block *b, __u64 end, __s64 kern,
+					 int with_waker, __u32 no_waker, struct offwake_counters *c)
+{
+	struct offwake_key *key = &b->pending;
 	__u64 start = b->block_ts;
-	__u64 delta;
+	__u64 stamp = start;
 
-	if (end < start)
-		end = start;
-	delta = end - start;
+	__builtin_memset(key, 0, sizeof(*key));
+	key->tgid = t->tgid;
+	key->tid = t->pid;
+	key->ident = task_ident(t);
+	key->kern_stack_id = kern;
+	key->user_stack_id = b->user_stack_id;
+	key->state = b->state;
+	__builtin_memcpy(key->comm, b->comm, sizeof(key->comm));
+	if (with_waker) {
+		key->waker_flags = b->waker_flags;
+		key->waker_tgid = b->waker_tgid;
+		key->waker_tid = b->waker_tid;
+		key->waker_ident = b->waker_ident;
+		key->waker_kern_stack_id = b->waker_kern_stack_id;
+		key->waker_user_stack_id = b->waker_user_stack_id;
+		__builtin_memcpy(key->waker_comm, b->waker_comm, sizeof(key->waker_comm));
+		if (b->waker_flags & OFFWAKE_WAKER_STACKS_SKIPPED)
+			COUNT(c, waker_stacks_skipped);
+		/* Both threads had these identities at the wakeup: the blocked one was asleep, the
+		 * waker was running. */
+		stamp = b->wake_ts;
+	} else {
+		key->waker_flags = no_waker;
+		key->waker_kern_stack_id = OFFWAKE_NO_STACK;
+		key->waker_user_stack_id = OFFWAKE_NO_STACK;
+		if (no_waker == OFFWAKE_WAKER_NONE)
+			COUNT(c, missed_wakeups);
+	}
 	b->block_ts = 0;
-
-	if (delta < cfg.min_block_ns || (cfg.max_block_ns && delta > cfg.max_block_ns)) {
-		b->has_waker = 0;
-		if (c)
-			c->filtered++;
+	if (b->flags & TB_DEFER_USER) {
+		b->flags = (b->flags & ~TB_DEFER_USER) | TB_PENDING;
+		__sync_fetch_and_add(&parked, 1);
+		b->pending_start = start;
+		b->pending_end = end;
+		b->pending_stamp = stamp;
+		b->pending_cpu = bpf_get_smp_processor_id();
 		return;
 	}
-
-	__builtin_memset(&key, 0, sizeof(key));
-	key.tgid = t->tgid;
-	key.tid = t->pid;
-	key.kern_stack_id = b->kern_stack_id;
-	key.user_stack_id = b->user_stack_id;
-	key.state = b->state;
-	__builtin_memcpy(key.comm, b->comm, sizeof(key.comm));
-	if (b->has_waker) {
-		key.waker_flags = b->waker_flags;
-		key.waker_tgid = b->waker_tgid;
-		key.waker_tid = b->waker_tid;
-		key.waker_kern_stack_id = b->waker_kern_stack_id;
-		key.waker_user_stack_id = b->waker_user_stack_id;
-		__builtin_memcpy(key.waker_comm, b->waker_comm, sizeof(key.waker_comm));
-		b->has_waker = 0;
-	} else {
-		key.waker_flags = no_waker;
-		key.waker_kern_stack_id = OFFWAKE_NO_STACK;
-		key.waker_user_stack_id = OFFWAKE_NO_STACK;
-		if (c && no_waker == OFFWAKE_WAKER_NONE)
-			c->missed_wakeups++;
-	}
-	if (cfg.timeline)
-		send_event(&key, start, end, c);
-	else
-		aggregate(&key, delta, c);
+	emit(key, start, end, stamp, bpf_get_smp_processor_id(), c);
 }
 
-static __always_inline void finish_block(struct task_struct *t, struct task_block *b, __u64 end,
-					 struct offwake_counters *c)
+/* The parked block gets user stack `user` and is emitted. */
+static __always_inline void emit_pending(struct task_block *b, __s64 user, struct offwake_counters *c)
 {
-	finish_block_as(t, b, end, c, OFFWAKE_WAKER_NONE);
+	b->flags &= ~TB_PENDING;
+	__sync_fetch_and_add(&parked, -1);
+	b->pending.user_stack_id = user;
+	emit(&b->pending, b->pending_start, b->pending_end, b->pending_stamp, b->pending_cpu, c);
+}
+
+/* Whether a block of this length so far is dropped by the duration filters; counted. */
+static __always_inline int filtered_out(struct task_block *b, __u64 delta, struct offwake_counters *c)
+{
+	if (duration_kept(delta))
+		return 0;
+	b->block_ts = 0;
+	b->flags &= ~TB_DEFER_USER;
+	if (!(b->flags & TB_WAKE_ON_CPU))
+		clear_waker(b); /* an on-CPU wakeup is the next block's */
+	COUNT(c, filtered);
+	return 1;
+}
+
+/* The current task `cur` runs with b's block still open: its switch-in was not traced. The
+ * block ended at its recorded wakeup if there was one, else now (an upper bound). Its kernel
+ * stack is gone (unless taken at switch-out, --sched-frames), and so is a deferred user
+ * stack: the task may have left that system call since. */
+static __always_inline void end_missed_block(struct task_struct *cur, struct task_block *b, __u64 now,
+					     struct offwake_counters *c)
+{
+	__s64 kern = b->kern_stack_id;
+	__u64 end = now;
+	/* A wakeup that came while the task was on a CPU again belongs to the block its
+	 * switch-out is starting now, not to this one: it stays for that block. */
+	int own = (b->flags & TB_WAKER) && !(b->flags & TB_WAKE_ON_CPU) && b->wake_ts >= b->block_ts;
+
+	if (own && b->wake_ts <= now)
+		end = b->wake_ts;
+	COUNT(c, late_ends);
+	if (filtered_out(b, end - b->block_ts, c))
+		return;
+	if (b->flags & TB_DEFER_USER) {
+		b->flags &= ~TB_DEFER_USER;
+		b->user_stack_id = -OFFWAKE_ERR_NOT_TRACED;
+	}
+	if (!cfg.sched_frames) {
+		COUNT(c, kernel_stack_not_traced);
+		kern = -OFFWAKE_ERR_NOT_TRACED;
+	}
+	finish_block(cur, b, end, kern, own, OFFWAKE_WAKER_NONE, c);
+	if (own)
+		clear_waker(b);
+}
+
+/* prev (== current) is being switched out: it ran, so whatever it left open is settled first. */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Bool preempt, __u32 prev_state,
+				       __u64 now)
+{
+	struct offwake_counters *c = cpu_counters();
+	struct task_block *b;
+	int blocks;
+
+	b = bpf_task_storage_get(&task_blocks, prev, 0, 0);
+	if (b) {
+		/* Still in the system call its parked block was in: the user registers are those. */
+		if (b->flags & TB_PENDING)
+			emit_pending(b, current_user_stack(ctx, scratch_slot(SLOT_SWITCH), c), c);
+		if (b->block_ts)
+			end_missed_block(prev, b, now, c);
+	}
+	/* A preempted task stays runnable whatever its state says; a task that had a signal
+	 * pending arrives here as TASK_RUNNING (0). */
+	blocks = !preempt && state_wanted(prev_state) && task_wanted(prev);
+	if (blocks && cfg.filter_cgroup && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
+		blocks = 0;
+	if (!blocks) {
+		if (b)
+			clear_waker(b);
+		return;
+	}
+	if (!b) {
+		b = bpf_task_storage_get(&task_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!b) {
+			COUNT(c, storage_failed_blocks);
+			return;
+		}
+	}
+	/* Only a wakeup that came on the way in belongs to this block; any other is stale. */
+	if (!(b->flags & TB_WAKE_ON_CPU))
+		clear_waker(b);
+	b->state = prev_state;
+	bpf_get_current_comm(b->comm, sizeof(b->comm));
+	if (cfg.sched_frames)
+		b->kern_stack_id = current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_SWITCH), c);
+	b->flags &= ~TB_DEFER_USER;
+	if (prev->flags & PF_NO_USER_STACK) {
+		b->user_stack_id = OFFWAKE_NO_STACK;
+	} else {
+		struct pt_regs *regs = lazy() ? (struct pt_regs *)bpf_task_pt_regs(prev) : 0;
+
+		/* orig_ax is the system call number inside one, -1 in an exception or interrupt. */
+		if (regs && (long)regs->orig_ax >= 0)
+			b->flags |= TB_DEFER_USER;
+		else
+			b->user_stack_id = current_user_stack(ctx, scratch_slot(SLOT_SWITCH), c);
+	}
+	/* Last: a block_ts != 0 tells the other programs the rest is filled in. */
+	b->block_ts = now;
 }
 
 /* next is switched in: if it was blocked, its off-CPU interval ends now. */
-static __always_inline void end_block(struct task_struct *next, __u64 now)
+static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
+	struct offwake_counters *c;
 	struct task_block *b;
+	__s64 kern;
 
 	b = bpf_task_storage_get(&task_blocks, next, 0, 0);
 	if (!b)
@@ -376,32 +821,17 @@ static __always_inline void end_block(struct task_struct *next, __u64 now)
 	if (!b->block_ts) {
 		/* A wakeup of a block we did not see start (it began before the recording, or was
 		 * filtered) is used up by this switch-in: it must not name the waker of a later block. */
-		b->has_waker = 0;
+		clear_waker(b);
 		return;
 	}
-	finish_block(next, b, now, cpu_counters());
-}
-
-/* prev (== current) is being switched out, so it ran: if it is still marked blocked, the
- * switch-in that ended that block did not reach us (no sched_switch fired for it). Its
- * wakeup is the best end we know, if one was recorded during the block; else now, an upper
- * bound. Done for every switch-out, whatever the state, so that a task that never blocks
- * again (or exits) does not keep its block either. */
-static __always_inline void end_missed_block(struct task_struct *prev, __u64 now)
-{
-	struct offwake_counters *c;
-	struct task_block *b;
-	__u64 end = now;
-
-	b = bpf_task_storage_get(&task_blocks, prev, 0, 0);
-	if (!b || !b->block_ts)
-		return;
-	if (b->has_waker && b->wake_ts >= b->block_ts && b->wake_ts <= now)
-		end = b->wake_ts;
 	c = cpu_counters();
-	if (c)
-		c->late_ends++;
-	finish_block(prev, b, end, c);
+	if (now < b->block_ts)
+		now = b->block_ts;
+	if (filtered_out(b, now - b->block_ts, c))
+		return;
+	kern = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(next, scratch_slot(SLOT_SWITCH), c);
+	finish_block(next, b, now, kern, waker_of_block(b), OFFWAKE_WAKER_NONE, c);
+	clear_waker(b); /* used up by this switch-in */
 }
 
 SEC("tp_btf/sched_switch")
@@ -409,47 +839,82 @@ int BPF_PROG(offwake_switch, _Bool preempt, struct task_struct *prev, struct tas
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0, *last = bpf_map_lookup_elem(&cpu_current, &zero);
 
-	/* A preempted task stays runnable whatever its state says; a task that had a signal
-	 * pending arrives here as TASK_RUNNING (0). */
-	end_missed_block(prev, now);
-	if (!preempt && (prev_state & cfg.state_mask &
-			 (OFFWAKE_STATE_INTERRUPTIBLE | OFFWAKE_STATE_UNINTERRUPTIBLE)))
-		record_block(ctx, prev, prev_state, now);
-	end_block(next, now);
+	if (last) {
+		if (*last && *last != (__u32)prev->pid) {
+			struct offwake_counters *c = cpu_counters();
+
+			COUNT(c, untraced_switches);
+		}
+		*last = next->pid;
+	}
+	switch_out(ctx, prev, preempt, prev_state, now);
+	switch_in(next, now);
+	return 0;
+}
+
+/* Whether p, being woken, is blocked at all: a task still on its run queue (not a delayed
+ * dequeue) was only about to sleep, and the kernel just marks it running again. */
+static __always_inline int wakee_blocked(struct task_struct *p)
+{
+	if (!p->on_rq)
+		return 1;
+	if (bpf_core_field_exists(p->se.sched_delayed) && p->se.sched_delayed)
+		return 1;
 	return 0;
 }
 
 /* Runs in the context of whoever wakes p (try_to_wake_up), before p can run again. The
  * waking that ends a block is the last one before p's switch-in, so a later waking simply
- * overwrites an earlier one that did not end a block; switch-in consumes it. It can also
- * come just before p's blocking switch-out (p still on its way into the scheduler), which
- * is why switch-out leaves the waker fields alone. */
+ * overwrites an earlier one; switch-in consumes it. It can also come while p is still on its
+ * way into the scheduler (already dequeued, not yet switched out): then it belongs to the
+ * block that switch-out is about to start (TB_WAKE_ON_CPU). */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(offwake_waking, struct task_struct *p)
 {
 	struct offwake_counters *c;
 	struct task_struct *cur;
 	struct task_block *b;
-	__u32 irq;
+	__u64 now, so_far;
+	__u32 irq, on_cpu;
+	int stacks;
 
 	if (!task_wanted(p))
 		return 0;
 	c = cpu_counters();
-	b = bpf_task_storage_get(&task_blocks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!b) {
-		if (c)
-			c->storage_failed++;
+	if (!wakee_blocked(p)) {
+		COUNT(c, runnable_wakeups);
 		return 0;
 	}
+	on_cpu = p->on_cpu;
+	b = bpf_task_storage_get(&task_blocks, p, 0, on_cpu ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!b) {
+		if (on_cpu)
+			COUNT(c, storage_failed_wakeups);
+		return 0; /* asleep, but not in a block we track */
+	}
+	if (!on_cpu && !b->block_ts) {
+		clear_waker(b);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	/* Stacks only for a block that can still be kept: lazily, one that has reached
+	 * --min-block and not passed --max-block. */
+	so_far = on_cpu ? 0 : now - b->block_ts;
+	stacks = !lazy() || duration_kept(so_far);
 
 	irq = irq_context();
-	b->waker_kern_stack_id = stack_id(ctx, 0, OFFWAKE_KERNEL, c);
+	b->waker_kern_stack_id = -OFFWAKE_ERR_AFTER_THRESHOLD;
+	b->waker_user_stack_id = -OFFWAKE_ERR_AFTER_THRESHOLD;
+	if (stacks)
+		b->waker_kern_stack_id = current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_WAKING), c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
 		b->waker_flags = irq;
 		b->waker_tgid = 0;
 		b->waker_tid = 0;
+		b->waker_ident = 0;
 		b->waker_user_stack_id = OFFWAKE_NO_STACK;
 		if (irq == OFFWAKE_WAKER_HARDIRQ)
 			__builtin_memcpy(b->waker_comm, "[hardirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
@@ -457,33 +922,108 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 			__builtin_memcpy(b->waker_comm, "[softirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
 		else
 			__builtin_memcpy(b->waker_comm, "[nmi]\0\0\0\0\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
-		if (c)
-			c->irq_wakeups++;
+		COUNT(c, irq_wakeups);
 	} else {
 		__u64 pid_tgid = bpf_get_current_pid_tgid();
 
 		cur = bpf_get_current_task_btf();
 		b->waker_tgid = pid_tgid >> 32;
 		b->waker_tid = (__u32)pid_tgid;
+		b->waker_ident = task_ident(cur);
 		bpf_get_current_comm(b->waker_comm, sizeof(b->waker_comm));
 		b->waker_flags = irq; /* 0, or IRQ_UNKNOWN */
 		if (cur->flags & PF_KTHREAD) {
 			b->waker_flags |= OFFWAKE_WAKER_KTHREAD;
 			b->waker_user_stack_id = OFFWAKE_NO_STACK;
-		} else {
-			b->waker_user_stack_id = stack_id(ctx, BPF_F_USER_STACK, OFFWAKE_USER, c);
+		} else if (stacks) {
+			b->waker_user_stack_id = current_user_stack(ctx, scratch_slot(SLOT_WAKING), c);
 		}
 	}
-	b->wake_ts = bpf_ktime_get_ns();
-	b->has_waker = 1;
-	if (c)
-		c->wakeups++;
+	if (!stacks)
+		b->waker_flags |= OFFWAKE_WAKER_STACKS_SKIPPED;
+	b->wake_ts = now;
+	b->flags = (b->flags & ~TB_WAKE_ON_CPU) | TB_WAKER | (on_cpu ? TB_WAKE_ON_CPU : 0);
+	COUNT(c, wakeups);
+	return 0;
+}
+
+/* Lazy capture only: a task returns from a system call with its user registers as they were
+ * when it blocked inside it. A parked block gets its user stack here. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *cur;
+	struct offwake_counters *c;
+	struct task_block *b;
+
+	if (!parked)
+		return 0;
+	cur = bpf_get_current_task_btf();
+	b = bpf_task_storage_get(&task_blocks, cur, 0, 0);
+	if (!b || !(b->flags & TB_PENDING))
+		return 0;
+	c = cpu_counters();
+	emit_pending(b, current_user_stack(ctx, scratch_slot(SLOT_SYSCALL), c), c);
+	return 0;
+}
+
+/* Lazy capture only: after an exec the user registers are the new program's. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(offwake_exec, struct task_struct *p)
+{
+	struct offwake_counters *c;
+	struct task_block *b;
+
+	b = bpf_task_storage_get(&task_blocks, p, 0, 0);
+	if (!b || !(b->flags & (TB_PENDING | TB_DEFER_USER)))
+		return 0;
+	c = cpu_counters();
+	if (b->flags & TB_PENDING) {
+		COUNT(c, user_stack_exec);
+		emit_pending(b, -OFFWAKE_ERR_EXEC, c);
+	}
+	if (b->flags & TB_DEFER_USER) {
+		COUNT(c, user_stack_exec);
+		b->flags &= ~TB_DEFER_USER;
+		b->user_stack_id = -OFFWAKE_ERR_EXEC;
+	}
 	return 0;
 }
 
 /* With follow_forks, a child process of a target becomes a target (autoloaded only then). */
-/* Set by user space once the scheduler programs are detached: the end of the recording. */
-__u64 stop_ns = 0;
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(offwake_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct offwake_counters *c = cpu_counters();
+	__u32 ptgid = parent->tgid;
+	__u32 ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (!cfg.filter_tgids || ptgid == ctgid || !bpf_map_lookup_elem(&target_tgids, &ptgid))
+		return 0;
+	if (bpf_map_update_elem(&target_tgids, &ctgid, &one, BPF_ANY) == 0)
+		COUNT(c, forks_followed);
+	else
+		COUNT(c, forks_not_followed);
+	return 0;
+}
+
+/* With a target set, a process that is gone leaves it: its pid may name another one later. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(offwake_exit, struct task_struct *p, _Bool group_dead)
+{
+	struct offwake_counters *c;
+	__u32 tgid = p->tgid;
+
+	if (!cfg.filter_tgids || !group_dead)
+		return 0;
+	if (bpf_map_delete_elem(&target_tgids, &tgid) == 0) {
+		c = cpu_counters();
+		COUNT(c, targets_exited);
+	}
+	return 0;
+}
+
 
 struct bpf_iter_meta;
 struct bpf_iter__task {
@@ -491,46 +1031,44 @@ struct bpf_iter__task {
 	struct task_struct *task;
 } __attribute__((preserve_access_index));
 
-/* Run once over every task after the recording stopped: a block that started during the
- * recording and had not ended is counted up to the stop, with its waker if it was already
- * woken (runnable, not yet switched in), else as OFFWAKE_WAKER_STILL_BLOCKED. */
+/* Run once over every task after the recording stopped. A parked block gets no user stack.
+ * A block that started during the recording and had not ended is counted up to the stop,
+ * with its waker if it was already woken (runnable, not yet switched in), else as
+ * OFFWAKE_WAKER_STILL_BLOCKED. The filters compare the length so far, a lower bound: already
+ * longer than --max-block, it is dropped; shorter than --min-block so far, it is dropped too
+ * (it may have gone on longer): both counted in still_blocked_filtered. */
 SEC("iter/task")
 int offwake_end_blocks(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
 	struct offwake_counters *c;
 	struct task_block *b;
+	__s64 kern;
 
 	if (!task || !stop_ns)
 		return 0;
 	b = bpf_task_storage_get(&task_blocks, task, 0, 0);
-	if (!b || !b->block_ts || b->block_ts > stop_ns)
+	if (!b)
 		return 0;
 	c = cpu_counters();
-	if (c)
-		c->still_blocked++;
-	/* Woken during this block but not yet switched in: the waker stands. Any older wakeup
-	 * belongs to an earlier block. */
-	if (b->has_waker && b->wake_ts < b->block_ts)
-		b->has_waker = 0;
-	finish_block_as(task, b, stop_ns, c, OFFWAKE_WAKER_STILL_BLOCKED);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(offwake_fork, struct task_struct *parent, struct task_struct *child)
-{
-	struct offwake_counters *c;
-	__u32 ptgid = parent->tgid;
-	__u32 ctgid = child->tgid;
-	__u8 one = 1;
-
-	if (!cfg.filter_tgids || ptgid == ctgid || !bpf_map_lookup_elem(&target_tgids, &ptgid))
-		return 0;
-	if (bpf_map_update_elem(&target_tgids, &ctgid, &one, BPF_ANY) == 0) {
-		c = cpu_counters();
-		if (c)
-			c->forks_followed++;
+	if (b->flags & TB_PENDING) {
+		COUNT(c, user_stack_stopped);
+		emit_pending(b, -OFFWAKE_ERR_STOPPED, c);
 	}
+	if (!b->block_ts || b->block_ts > stop_ns)
+		return 0;
+	if (filtered_out(b, stop_ns - b->block_ts, c)) {
+		COUNT(c, still_blocked_filtered);
+		return 0;
+	}
+	COUNT(c, still_blocked);
+	if (b->flags & TB_DEFER_USER) {
+		COUNT(c, user_stack_stopped);
+		b->flags &= ~TB_DEFER_USER;
+		b->user_stack_id = -OFFWAKE_ERR_STOPPED;
+	}
+	kern = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(task, scratch_slot(SLOT_OTHER), c);
+	finish_block(task, b, stop_ns, kern, waker_of_block(b), OFFWAKE_WAKER_STILL_BLOCKED, c);
+	clear_waker(b);
 	return 0;
 }

@@ -6,16 +6,47 @@
 #include <linux/types.h>
 
 #define OFFWAKE_COMM_LEN 16
+#define OFFWAKE_MAX_STACK_DEPTH 127
 
 /* A stack id half that was not asked for (the user stack of a kernel thread, or of a waker
  * in interrupt context). Same value as offwake::kNoStack on the user side. */
 #define OFFWAKE_NO_STACK ((__s64)(-9223372036854775807LL - 1))
 
+/* Stack ids are one of:
+ *   0 .. 2^32-1       an id in the BPF_MAP_TYPE_STACK_TRACE map (bpf_get_stackid());
+ *   OFFWAKE_STORE_ID  a key of the stack_store hash map: stacks the programs walked or
+ *                     copied themselves (user stacks, kernel stacks of sleeping tasks, and
+ *                     kernel stacks whose stack_trace bucket was owned by another stack);
+ *                     the low 62 bits are a hash of the frames, and the store compares whole
+ *                     stacks, so two stacks never share an id;
+ *   -errno            no stack, and why (OFFWAKE_ERR_* below, or a helper's error);
+ *   OFFWAKE_NO_STACK  not asked for. */
+#define OFFWAKE_STORE_ID (1LL << 62)
+#define OFFWAKE_STORE_HASH_MASK (OFFWAKE_STORE_ID - 1)
+
+/* Why a stack was not taken, as -errno stack ids. */
+#define OFFWAKE_ERR_NO_USER_CONTEXT 61 /* ENODATA: the task had no user memory left (exiting) */
+#define OFFWAKE_ERR_NOT_TRACED 3       /* ESRCH: a blocked kernel stack is taken at switch-in, and
+                                        * a deferred user stack on the way out of the system call;
+                                        * this switch-in was never traced (late end) */
+#define OFFWAKE_ERR_AFTER_THRESHOLD 125 /* ECANCELED: waker stacks are taken only for blocks that
+                                         * had reached --min-block when woken; this one reached it
+                                         * waiting on the run queue after its wakeup */
+#define OFFWAKE_ERR_EXEC 116            /* ESTALE: the task exec'd before its user stack was taken */
+#define OFFWAKE_ERR_STOPPED 62          /* ETIME: the recording stopped before the task was back in
+                                         * user space, where its user stack is taken */
+
 /* Task states at switch-out, as the scheduler passes them (include/linux/sched.h). The key
  * stores the raw value, so TASK_KILLABLE (WAKEKILL|UNINTERRUPTIBLE) and TASK_IDLE
- * (NOLOAD|UNINTERRUPTIBLE) show up as themselves; the state filter looks at the two bits. */
+ * (NOLOAD|UNINTERRUPTIBLE) show up as themselves. */
 #define OFFWAKE_STATE_INTERRUPTIBLE 0x1u   /* "S" */
 #define OFFWAKE_STATE_UNINTERRUPTIBLE 0x2u /* "D" */
+#define OFFWAKE_STATE_NOLOAD 0x400u        /* with D: TASK_IDLE, an idle kernel thread's wait */
+/* offwake_config.state_mask: which waits are recorded. "I" is TASK_IDLE, which is D|NOLOAD
+ * but not what "D" (uninterruptible sleep, counted in the load average) means. */
+#define OFFWAKE_WANT_S 0x1u
+#define OFFWAKE_WANT_D 0x2u
+#define OFFWAKE_WANT_I 0x4u
 
 /* offwake_key.waker_flags */
 #define OFFWAKE_WAKER_HARDIRQ 0x1u /* woken from hard interrupt context (e.g. a timer) */
@@ -23,19 +54,23 @@
 #define OFFWAKE_WAKER_NMI 0x4u     /* woken from NMI context (should not happen) */
 #define OFFWAKE_WAKER_NONE 0x8u    /* no sched_waking seen for this block: waker unknown */
 #define OFFWAKE_WAKER_KTHREAD 0x10u /* the waker is a kernel thread (no user stack) */
-#define OFFWAKE_WAKER_IRQ_UNKNOWN 0x20u /* interrupt context could not be checked */
+#define OFFWAKE_WAKER_IRQ_UNKNOWN 0x20u /* interrupt context could not be checked on this kernel:
+                                         * the waker is the interrupted task, maybe wrongly */
 #define OFFWAKE_WAKER_STILL_BLOCKED 0x40u /* the recording ended first: counted up to its end */
+#define OFFWAKE_WAKER_STACKS_SKIPPED 0x80u /* waker known, stacks not taken (OFFWAKE_ERR_AFTER_THRESHOLD) */
 #define OFFWAKE_WAKER_IRQ_MASK (OFFWAKE_WAKER_HARDIRQ | OFFWAKE_WAKER_SOFTIRQ | OFFWAKE_WAKER_NMI)
 
 /* One aggregation bucket: a blocked thread, the stacks it blocked in, and who woke it how.
  * In interrupt context the waker is not the interrupted task: waker_tgid/tid are 0, the
  * waker comm is "[hardirq]", "[softirq]" or "[nmi]", the waker kernel stack is the
  * interrupt path and the waker user stack is OFFWAKE_NO_STACK.
- * With OFFWAKE_WAKER_NONE all waker fields are zero and both waker stacks OFFWAKE_NO_STACK. */
+ * With OFFWAKE_WAKER_NONE all waker fields are zero and both waker stacks OFFWAKE_NO_STACK.
+ * ident and waker_ident tell apart two tasks that had the same tid and comm (pid reuse) and
+ * a task before and after an exec: a sample names one identity, never a mix. */
 struct offwake_key {
 	__u32 tgid;              /* blocked process */
 	__u32 tid;               /* blocked thread */
-	__s64 kern_stack_id;     /* stack_trace map id, or -errno, or OFFWAKE_NO_STACK */
+	__s64 kern_stack_id;     /* see "Stack ids" above */
 	__s64 user_stack_id;
 	__u32 state;             /* prev_state at switch-out */
 	__u32 waker_flags;       /* OFFWAKE_WAKER_* */
@@ -43,6 +78,8 @@ struct offwake_key {
 	__u32 waker_tid;
 	__s64 waker_kern_stack_id;
 	__s64 waker_user_stack_id;
+	__u64 ident;             /* blocked task: its start time and exec count, mixed */
+	__u64 waker_ident;       /* waker task, likewise; 0 for interrupt and unknown wakers */
 	char comm[OFFWAKE_COMM_LEN];       /* blocked thread, at switch-out */
 	char waker_comm[OFFWAKE_COMM_LEN]; /* waker thread, at sched_waking */
 };
@@ -51,13 +88,18 @@ struct offwake_value {
 	__u64 total_ns; /* summed blocked time (switch-out to switch-in) */
 	__u64 count;    /* number of blocks */
 	__u64 max_ns;   /* longest single block; best effort (not atomic against a racing CPU) */
+	__u64 last_ns;  /* a time (CLOCK_MONOTONIC) at which both threads of the key had the key's
+	                 * identity: the wakeup of its latest block, or that block's start when
+	                 * there was no waker. Samples are stamped with it, so that perf resolves
+	                 * comm and maps as they were then, not at the end of the recording. */
 };
 
 /* Timeline mode (offwake_config.timeline): one block, sent through the `events` ring buffer
  * instead of being added to a bucket. The key is filled exactly as in aggregated mode.
  * Times are bpf_ktime_get_ns() (CLOCK_MONOTONIC). The ring buffer is in reservation order,
- * which is end_ns order per thread but only roughly across threads (CPUs race, and a late
- * end is dated back to the recorded wakeup): a reader that needs global order must sort. */
+ * which is only roughly end order (CPUs race, a late end is dated back to the recorded wakeup,
+ * and a block whose user stack is taken on the way back to user space is sent then): a
+ * reader that needs global order must sort. */
 struct offwake_event {
 	struct offwake_key key;
 	__u64 start_ns; /* switch-out */
@@ -71,32 +113,53 @@ struct offwake_event {
 #define OFFWAKE_USER 1
 
 /* Per-CPU counters, one element in a PERCPU_ARRAY; user space sums the CPUs. Stack
- * counters count every failed bpf_get_stackid() call, for blocked and waker stacks alike. */
+ * counters count stack captures (blocked and waker stacks alike), not keys. */
 struct offwake_counters {
-	__u64 stack_collision[2];   /* -EEXIST: hash bucket owned by a different stack */
-	__u64 stack_walk_failed[2]; /* -EFAULT: unwinder failed (user: no frame pointer, paged out) */
-	__u64 stack_map_full[2];    /* -ENOMEM/-E2BIG: no free stack_trace map entry */
+	__u64 stack_captures[2];    /* stacks asked for: every outcome below is one of these */
+	__u64 stack_collision[2];   /* no id: the stack_trace bucket was owned by another stack and
+	                             * the stack store was full, or the store's two hashes of it
+	                             * were both owned by other stacks */
+	__u64 stack_walk_failed[2]; /* the walk gave no frame (kernel: unwinder error; user:
+	                             * bpf_get_stackid's -EFAULT with the kernel walker) */
+	__u64 stack_map_full[2];    /* the stack store had no free entry (the stack_trace map cannot
+	                             * be full: a full one shows up as collisions, handed to the store) */
 	__u64 stack_other_error[2]; /* any other negative return */
+	__u64 stack_store_fallbacks[2]; /* stack_trace bucket owned by another stack: stored in the
+	                                 * stack store instead (not a loss) */
+	__u64 no_user_context;      /* user stacks not taken: the task had no user memory (exiting) */
+	__u64 user_stack_exec;      /* user stacks not taken: the task exec'd first */
+	__u64 user_stack_stopped;   /* user stacks not taken: the recording stopped first */
+	__u64 kernel_stack_not_traced; /* blocked kernel stacks not taken: switch-in not traced */
+	__u64 waker_stacks_skipped; /* blocks that crossed --min-block after their wakeup: waker
+	                             * known, its stacks not taken */
 	__u64 agg_map_full;         /* blocks dropped: aggregation map full */
 	__u64 agg_map_full_ns;      /* ... and their blocked time */
-	__u64 storage_failed;       /* blocks or wakeups dropped: no task storage could be had */
+	__u64 storage_failed_blocks;  /* blocks not recorded: no task storage could be had */
+	__u64 storage_failed_wakeups; /* wakeups not recorded: likewise */
 	__u64 missed_wakeups;       /* blocks ended with no recorded waker (kept, WAKER_NONE) */
 	__u64 filtered;             /* blocks ended but dropped by --min-block/--max-block */
 	__u64 blocks;               /* blocks aggregated, or in timeline mode sent as events */
 	__u64 wakeups;              /* wakeups recorded at sched_waking */
 	__u64 irq_wakeups;          /* ... of which in interrupt context */
+	__u64 runnable_wakeups;     /* wakeups of a task that was still runnable: they end no block,
+	                             * so they are not recorded (and cost no stacks) */
 	__u64 forks_followed;       /* tgids added to the target set by follow_forks */
-	__u64 unended_blocks;       /* a task blocked again before its previous block was seen
-	                             * to end (a switch-in was missed): the older one is lost.
-	                             * Should stay 0: late_ends catches these first */
-	__u64 late_ends;            /* blocks whose switch-in sched_switch never fired (seen on
-	                             * this kernel for switches out of idle and some other tasks,
-	                             * by perf as well): kept, ended at the recorded wakeup time,
-	                             * or at the task's next switch-out if no wakeup was seen */
+	__u64 forks_not_followed;   /* children of targets not added: the target set was full */
+	__u64 targets_exited;       /* target processes removed from the set when they exited */
+	__u64 late_ends;            /* blocks whose switch-in sched_switch never fired: kept, ended
+	                             * at the recorded wakeup time, or when the task was next seen
+	                             * running if no wakeup was seen */
+	__u64 untraced_switches;    /* a CPU switched away from a task we never saw it switch to:
+	                             * the kernel ran no BPF program for that switch. On this kind
+	                             * of VM the init process's threads are invisible to BPF, and
+	                             * so are interrupts taken while they run, wakeups included:
+	                             * those blocks end with no waker (missed_wakeups) or late */
 	__u64 ringbuf_drops;        /* timeline mode: blocks lost, the ring buffer was full */
 	__u64 ringbuf_drops_ns;     /* ... and their blocked time */
-	__u64 still_blocked;        /* blocks not ended when the recording stopped: ended at the stop
-	                             * (waker OFFWAKE_WAKER_STILL_BLOCKED) by the end_blocks iterator */
+	__u64 still_blocked;        /* blocks not ended when the recording stopped, kept: counted up
+	                             * to the stop (waker OFFWAKE_WAKER_STILL_BLOCKED) */
+	__u64 still_blocked_filtered; /* ... not kept: shorter than --min-block so far, or already
+	                               * longer than --max-block (also counted in filtered) */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every
@@ -104,7 +167,7 @@ struct offwake_counters {
 struct offwake_config {
 	__u64 min_block_ns;        /* drop blocks shorter than this (counted in filtered) */
 	__u64 max_block_ns;        /* drop blocks longer than this; 0: no limit */
-	__u32 state_mask;          /* OFFWAKE_STATE_* bits a blocking state must have */
+	__u32 state_mask;          /* OFFWAKE_WANT_* */
 	__u32 target_tid;          /* only this thread; 0: any */
 	__u32 filter_tgids;        /* only processes in the target_tgids map */
 	__u32 filter_cgroup;       /* only tasks under the cgroup in target_cgroup[0] */
@@ -114,11 +177,29 @@ struct offwake_config {
 	__u32 irq_detect;          /* preempt_count_from_rq is valid: mark interrupt wakers */
 	__u32 kernel_stack_skip;   /* leading kernel frames to drop (the BPF program's own) */
 	__u32 timeline;            /* send each block to the events ring buffer, do not aggregate */
+	__u32 eager;               /* take every stack at once (switch-out, sched_waking), as
+	                            * before lazy capture; for comparison and tests */
+	__u32 kernel_user_walker;  /* user stacks by bpf_get_stackid(BPF_F_USER_STACK), not by
+	                            * the programs' own frame-pointer walk */
+	__u32 stack_depth;         /* frames per stack, at most OFFWAKE_MAX_STACK_DEPTH */
+	__u32 sched_frames;        /* blocked kernel stacks by bpf_get_stackid() at switch-out, with
+	                            * the scheduler's own frames (schedule, mutex_lock, ...), not
+	                            * from the sleeping task at switch-in (bpf_get_task_stack()
+	                            * leaves out .sched.text) */
+	__u64 user_stack_limit;    /* a user frame lies within this many bytes above the stack
+	                            * pointer (the thread's stack size limit) */
 	/* Distance from this CPU's runqueue to its preempt_count, both static per-CPU
 	 * variables (vmlinux BTF DATASEC .data..percpu). x86 keeps preempt_count per CPU, and
 	 * without CONFIG_KALLSYMS_ALL a __ksym for it does not load; the runqueue is
 	 * reachable from current->se.cfs_rq->rq. */
 	__s64 preempt_count_from_rq;
+};
+
+/* A stack in the stack_store map (the value; the key is the stack's store id). */
+struct offwake_stored_stack {
+	__u32 nr;   /* frames used */
+	__u32 half; /* OFFWAKE_KERNEL or OFFWAKE_USER */
+	__u64 ips[OFFWAKE_MAX_STACK_DEPTH]; /* leaf first; the map's value_size cuts this to the depth */
 };
 
 #endif /* OFFWAKE_H */

@@ -27,7 +27,7 @@
 import sys
 from collections import defaultdict
 
-from offwake_stacks import (SEPARATOR, UNKNOWN_WAKER, ArgumentParser, WakerPairing,
+from offwake_stacks import (SEPARATOR, UNKNOWN_WAKER, ArgumentParser, WakerPairing, folded_comm,
                             add_only_options, frames_root_first, thread_of)
 
 
@@ -53,7 +53,7 @@ def frames(callchain):
 
 
 def thread_name(thread):
-    comm = (thread.get("comm") or "[unknown]").replace(";", ":").replace(" ", "_")
+    comm = folded_comm(thread.get("comm"))
     if not args.pid_tid or comm.startswith("["):
         return comm
     return "%s-%d/%d" % (comm, thread.get("pid", 0), thread.get("tid", 0))

@@ -29,7 +29,7 @@ import sys
 import zlib
 from collections import defaultdict
 
-from offwake_stacks import (SEPARATOR, UNKNOWN_WAKER, ArgumentParser, WakerPairing,
+from offwake_stacks import (SEPARATOR, UNKNOWN_WAKER, ArgumentParser, WakerPairing, folded_comm,
                             add_only_options, frames_root_first, human)
 
 UNDER_PERF = "perf_trace_context" in sys.builtin_module_names
@@ -199,7 +199,7 @@ samples = defaultdict(int)
 
 def blocked_of(param_dict):
     """(comm and the frames root first, period)"""
-    return ((param_dict.get("comm", "[unknown]"),) + frames(param_dict.get("callchain")),
+    return ((folded_comm(param_dict.get("comm")),) + frames(param_dict.get("callchain")),
             param_dict.get("sample", {}).get("period", 0))
 
 
@@ -208,7 +208,7 @@ def add(blocked, waker):
     if waker is None:
         waker_comm, waker_frames = UNKNOWN_WAKER, ()
     else:
-        waker_comm, waker_frames = waker.get("comm", "[unknown]"), frames(waker.get("callchain"))
+        waker_comm, waker_frames = folded_comm(waker.get("comm")), frames(waker.get("callchain"))
     samples[stack + (SEPARATOR,) + waker_frames[::-1] + (waker_comm,)] += period
 
 

@@ -55,6 +55,11 @@ def frames_root_first(callchain, kernel_only=False, user_only=False):
     return names
 
 
+def folded_comm(comm):
+    """A comm as the folded format writes it: no ';' (the frame separator), no ' ' (before the count)."""
+    return (comm or "[unknown]").replace(";", ":").replace(" ", "_")
+
+
 def thread_of(param_dict):
     """A sample's thread as a dict shaped like the host's 'waker' dict: "comm", "pid", "tid"
     and "callchain", each only if the sample has it."""

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -40,7 +41,7 @@ Error permission_hint(Error e) {
   return Error(e.what() + " (perf offwake needs root, or CAP_BPF and CAP_PERFMON)", e.errnum());
 }
 
-void configure(skel::offwake* s, const LoaderOptions& o, std::optional<int64_t> pc_from_rq) {
+void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq) {
   offwake_config& cfg = s->rodata->cfg;
   cfg.min_block_ns = o.min_block_ns;
   cfg.max_block_ns = o.max_block_ns;
@@ -53,9 +54,16 @@ void configure(skel::offwake* s, const LoaderOptions& o, std::optional<int64_t> 
   cfg.follow_forks = o.follow_forks;
   cfg.kernel_stack_skip = o.kernel_stack_skip;
   cfg.timeline = o.timeline;
+  cfg.eager = o.eager;
+  cfg.kernel_user_walker = o.kernel_user_walker;
+  cfg.sched_frames = o.sched_frames;
+  cfg.user_stack_limit = o.user_stack_limit;
   cfg.irq_detect = pc_from_rq.has_value();
   cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
+  cfg.stack_depth = depth;
 }
+
+bool lazy_capture(const LoaderOptions& o) { return !o.eager && (o.min_block_ns || o.max_block_ns); }
 
 }  // namespace
 
@@ -109,9 +117,8 @@ std::optional<int64_t> preempt_count_from_runqueue() {
 Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (o.user_threads_only && o.kernel_threads_only)
     return Error("user-threads-only and kernel-threads-only exclude each other", EINVAL);
-  if (o.state_mask == 0 ||
-      (o.state_mask & ~(OFFWAKE_STATE_INTERRUPTIBLE | OFFWAKE_STATE_UNINTERRUPTIBLE)) != 0)
-    return Error("state mask must be S, D or SD", EINVAL);
+  if (o.state_mask == 0 || (o.state_mask & ~(OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I)) != 0)
+    return Error("state mask must be a combination of S, D and I", EINVAL);
   if (o.max_block_ns && o.max_block_ns < o.min_block_ns)
     return Error("max-block is below min-block", EINVAL);
   if (o.tgids.size() > o.max_tgids) return Error("more target processes than max_tgids", E2BIG);
@@ -127,6 +134,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (!sysctl_depth) return sysctl_depth.error();
   uint32_t depth = *sysctl_depth;
   if (o.max_stack_depth != 0 && o.max_stack_depth < depth) depth = o.max_stack_depth;
+  if (depth > OFFWAKE_MAX_STACK_DEPTH) depth = OFFWAKE_MAX_STACK_DEPTH;
 
   LibbpfLogCapture log;
 
@@ -136,13 +144,14 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
 
   // Configure: rodata, map sizes, which programs load.
   auto pc_from_rq = preempt_count_from_runqueue();
-  configure(s.get(), o, pc_from_rq);
+  configure(s.get(), o, depth, pc_from_rq);
   struct {
     bpf_map* map;
     uint32_t entries;
     const char* what;
   } sizes[] = {
       {s->maps.stack_traces, o.stack_map_entries, "stack map"},
+      {s->maps.stack_store, o.stack_store_entries ? o.stack_store_entries : o.stack_map_entries, "stack store"},
       {s->maps.aggregates, o.aggregate_entries, "aggregation map"},
       {s->maps.target_tgids, o.max_tgids ? o.max_tgids : 1, "target process map"},
       // Never written in aggregated mode: the smallest size a ring buffer can have.
@@ -155,13 +164,21 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   }
   if (int err = bpf_map__set_value_size(s->maps.stack_traces, depth * sizeof(uint64_t)))
     return Error("setting stack depth", libbpf_errno(err));
+  const size_t stored = offsetof(offwake_stored_stack, ips) + depth * sizeof(uint64_t);
+  if (int err = bpf_map__set_value_size(s->maps.stack_store, static_cast<uint32_t>(stored)))
+    return Error("setting stack store depth", libbpf_errno(err));
   bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks);
+  bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty());
+  // Only lazy capture parks user stacks until a system call returns (a program that runs on
+  // every system call of the machine: not loaded when it would have nothing to do).
+  bpf_program__set_autoload(s->progs.offwake_sys_exit, lazy_capture(o));
+  bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o));
 
   // Load.
   if (int err = skel::offwake__load(s.get()))
     return with_log(permission_hint(Error("loading BPF object", libbpf_errno(err))), log);
 
-  OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), pc_from_rq.has_value());
+  OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), pc_from_rq.has_value(), lazy_capture(o));
   if (o.timeline) {
     auto reader = EventReader::open(bpf.events_map_fd());
     if (!reader) return reader.error();
@@ -185,14 +202,18 @@ OffwakeBpf::~OffwakeBpf() = default;
 
 // Wakeups and forks are watched before blocks start being recorded, and blocks stop being
 // recorded before wakeups stop being watched: otherwise a block that straddles the gap would
-// end with no waker and count as a missed wakeup.
+// end with no waker and count as a missed wakeup. System call returns (lazy user stacks) are
+// watched before and after both, so that a block parked for its user stack finds it.
 Status OffwakeBpf::attach() {
   LibbpfLogCapture log;
   struct {
     bpf_program* prog;
     bpf_link** link;
   } order[] = {
+      {skel_->progs.offwake_exit, &skel_->links.offwake_exit},
       {skel_->progs.offwake_fork, &skel_->links.offwake_fork},
+      {skel_->progs.offwake_exec, &skel_->links.offwake_exec},
+      {skel_->progs.offwake_sys_exit, &skel_->links.offwake_sys_exit},
       {skel_->progs.offwake_waking, &skel_->links.offwake_waking},
       {skel_->progs.offwake_switch, &skel_->links.offwake_switch},
   };
@@ -228,8 +249,15 @@ Status OffwakeBpf::end_open_blocks(uint64_t stop_ns) {
 }
 
 void OffwakeBpf::detach() {
-  for (bpf_link** link : {&skel_->links.offwake_switch, &skel_->links.offwake_waking,
-                          &skel_->links.offwake_fork}) {
+  for (bpf_link** link : {&skel_->links.offwake_switch, &skel_->links.offwake_waking}) {
+    bpf_link__destroy(*link);
+    *link = nullptr;
+  }
+  // Blocks that ended just before give their parked user stacks on the way back to user
+  // space, within microseconds: a short grace before that program goes too.
+  if (skel_->links.offwake_sys_exit) usleep(20'000);
+  for (bpf_link** link : {&skel_->links.offwake_sys_exit, &skel_->links.offwake_exec,
+                          &skel_->links.offwake_fork, &skel_->links.offwake_exit}) {
     bpf_link__destroy(*link);
     *link = nullptr;
   }
@@ -249,22 +277,30 @@ Result<std::vector<Aggregate>> OffwakeBpf::read_aggregates() const {
 
 Result<offwake_counters> OffwakeBpf::read_counters() const { return bpf::read_counters(counters_fd()); }
 
-Result<uint64_t> OffwakeBpf::recursion_misses() const {
-  uint64_t total = 0;
-  for (bpf_program* prog : {skel_->progs.offwake_switch, skel_->progs.offwake_waking, skel_->progs.offwake_fork}) {
-    int fd = bpf_program__fd(prog);
-    if (fd < 0) continue;  // not loaded (offwake_fork without follow_forks)
+Result<OffwakeBpf::RecursionMisses> OffwakeBpf::recursion_misses() const {
+  RecursionMisses m;
+  struct {
+    bpf_program* prog;
+    uint64_t* count;
+  } progs[] = {
+      {skel_->progs.offwake_switch, &m.switches}, {skel_->progs.offwake_waking, &m.wakeups},
+      {skel_->progs.offwake_sys_exit, &m.other},  {skel_->progs.offwake_exec, &m.other},
+      {skel_->progs.offwake_fork, &m.other},      {skel_->progs.offwake_exit, &m.other},
+  };
+  for (const auto& p : progs) {
+    int fd = bpf_program__fd(p.prog);
+    if (fd < 0) continue;  // not loaded (autoload off for these options)
     bpf_prog_info info{};
     __u32 len = sizeof(info);
     if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
-      return Error::from_errno(std::string("reading info of BPF program ") + bpf_program__name(prog));
-    total += info.recursion_misses;
+      return Error::from_errno(std::string("reading info of BPF program ") + bpf_program__name(p.prog));
+    *p.count += info.recursion_misses;
   }
-  return total;
+  return m;
 }
 
 Result<StackTraceMap> OffwakeBpf::stack_trace_map() const {
-  return StackTraceMap::from_fd(stack_traces_fd());
+  return StackTraceMap::from_fds(stack_traces_fd(), stack_store_fd());
 }
 
 Result<size_t> OffwakeBpf::poll_events(int timeout_ms, const EventCallback& cb) {
@@ -282,6 +318,7 @@ int OffwakeBpf::events_fd() const { return events_ ? events_->epoll_fd() : -1; }
 int OffwakeBpf::aggregates_fd() const { return bpf_map__fd(skel_->maps.aggregates); }
 int OffwakeBpf::counters_fd() const { return bpf_map__fd(skel_->maps.counters); }
 int OffwakeBpf::stack_traces_fd() const { return bpf_map__fd(skel_->maps.stack_traces); }
+int OffwakeBpf::stack_store_fd() const { return bpf_map__fd(skel_->maps.stack_store); }
 int OffwakeBpf::target_tgids_fd() const { return bpf_map__fd(skel_->maps.target_tgids); }
 int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
 

@@ -24,17 +24,36 @@ struct LoaderOptions {
   // Filters on the blocked thread (wakers are never filtered).
   std::vector<uint32_t> tgids;      // -p: only these processes; empty: all
   bool follow_forks = false;        // children of `tgids` become targets (a followed command)
-  uint32_t max_tgids = 1024;        // capacity of the tgid set, forks included
+  uint32_t max_tgids = 65536;       // capacity of the tgid set, forks included (exited
+                                    // processes leave it)
   uint32_t tid = 0;                 // -t: only this thread; 0: all
   bool user_threads_only = false;   // -u
   bool kernel_threads_only = false; // --kernel-threads-only
-  uint32_t state_mask = OFFWAKE_STATE_INTERRUPTIBLE | OFFWAKE_STATE_UNINTERRUPTIBLE;  // --state
+  uint32_t state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I;  // --state
   uint64_t min_block_ns = 0;        // --min-block
   uint64_t max_block_ns = 0;        // --max-block; 0: no limit
   std::string cgroup_path;          // --cgroup: a cgroup v2 directory; its descendants match too
 
-  // Map sizes.
+  // When stacks are taken. By default a stack is taken only for a block that is kept
+  // (--min-block/--max-block): user stacks of blocks inside a system call when it returns,
+  // waker stacks only for blocks that can still be kept. `eager` takes every stack at once,
+  // as before; the results are the same (tests compare them).
+  bool eager = false;
+  // User stacks by bpf_get_stackid(BPF_F_USER_STACK) instead of the programs' own
+  // frame-pointer walk, which gives the same frames without the faulting read that ends
+  // most of the kernel's walks.
+  bool kernel_user_walker = false;
+  // Blocked kernel stacks by bpf_get_stackid() at switch-out, whole, instead of from the
+  // sleeping task at switch-in, which is cheaper but leaves out the scheduler's own
+  // functions (.sched.text: schedule, mutex_lock, down_read, io_schedule, ...). Always
+  // eager: the stack is gone once the task runs again.
+  bool sched_frames = false;
+  uint64_t user_stack_limit = 8u << 20;  // a user frame lies within this much above the sp
+
+  // Map sizes. The stack store, as large as the stack_trace map, takes the stacks the
+  // programs walk or copy themselves and those whose stack_trace bucket was taken.
   uint32_t stack_map_entries = 16384;
+  uint32_t stack_store_entries = 0;  // 0: as many as stack_map_entries
   uint32_t max_stack_depth = 0;     // frames per stack; 0 or more than the sysctl:
                                     // kernel.perf_event_max_stack (127 by default)
   uint32_t aggregate_entries = 16384;
@@ -77,10 +96,17 @@ class OffwakeBpf {
   Result<std::vector<Aggregate>> read_aggregates() const;
   Result<offwake_counters> read_counters() const;
   // Runs of the programs the kernel skipped because a BPF program was already running on
-  // that CPU (bpf_prog_info.recursion_misses, summed): blocks or wakeups never seen.
-  Result<uint64_t> recursion_misses() const;
-  // The stack map, holding its own fd reference.
+  // that CPU (bpf_prog_info.recursion_misses): switches (blocks never seen, or never seen
+  // to end), wakeups never seen, and the rest (forks, exits, system call returns: a parked
+  // user stack is then taken at the task's next switch-out, nothing is lost).
+  struct RecursionMisses {
+    uint64_t switches = 0, wakeups = 0, other = 0;
+  };
+  Result<RecursionMisses> recursion_misses() const;
+  // The stack_trace map and the stack store, holding their own fd references.
   Result<StackTraceMap> stack_trace_map() const;
+  // Whether stacks are taken lazily (a duration filter without `eager`).
+  bool lazy() const { return lazy_; }
 
   // Timeline mode: reads the events waiting in the ring buffer, after waiting up to
   // timeout_ms for some (0: no wait, for a recorder that polls its perf fds itself and
@@ -97,6 +123,7 @@ class OffwakeBpf {
   int aggregates_fd() const;
   int counters_fd() const;
   int stack_traces_fd() const;
+  int stack_store_fd() const;
   int target_tgids_fd() const;
   int events_map_fd() const;
   uint32_t stack_depth() const { return stack_depth_; }
@@ -110,17 +137,19 @@ class OffwakeBpf {
   };
   using SkelPtr = std::unique_ptr<skel::offwake, SkelDeleter>;
 
-  OffwakeBpf(SkelPtr skel, uint32_t stack_depth, bool filter_tgids, bool irq_detection)
+  OffwakeBpf(SkelPtr skel, uint32_t stack_depth, bool filter_tgids, bool irq_detection, bool lazy)
       : skel_(std::move(skel)),
         stack_depth_(stack_depth),
         filter_tgids_(filter_tgids),
-        irq_detection_(irq_detection) {}
+        irq_detection_(irq_detection),
+        lazy_(lazy) {}
 
   SkelPtr skel_;
   std::unique_ptr<EventReader> events_;  // timeline mode; after skel_: freed before its map
   uint32_t stack_depth_;
   bool filter_tgids_;
   bool irq_detection_;
+  bool lazy_;
 };
 
 // kernel.perf_event_max_stack, the deepest stack bpf_get_stackid() can return.

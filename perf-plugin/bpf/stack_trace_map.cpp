@@ -4,27 +4,72 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 
+#include <cstddef>
+#include <cstring>
 #include <string>
 
-namespace offwake::bpf {
+#include "offwake.h"
 
-Result<StackTraceMap> StackTraceMap::from_fd(int map_fd) {
+namespace offwake::bpf {
+namespace {
+
+Result<bpf_map_info> map_info(int fd, const char* what) {
   bpf_map_info info{};
   __u32 len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(map_fd, &info, &len) != 0)
-    return Error::from_errno("reading stack map info");
-  if (info.type != BPF_MAP_TYPE_STACK_TRACE)
-    return Error("map " + std::to_string(map_fd) + " is not a stack_trace map");
-  if (info.value_size == 0 || info.value_size % sizeof(uint64_t) != 0)
-    return Error("stack map value size " + std::to_string(info.value_size) + " is not a multiple of 8");
-  int fd = fcntl(map_fd, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) return Error::from_errno("duplicating stack map fd");
-  return StackTraceMap(UniqueFd(fd), info.value_size / sizeof(uint64_t), info.max_entries);
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return Error::from_errno(std::string("reading ") + what + " info");
+  return info;
 }
 
-Result<std::vector<uint64_t>> StackTraceMap::lookup(uint32_t id) const {
+Result<UniqueFd> dup_fd(int fd, const char* what) {
+  int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (d < 0) return Error::from_errno(std::string("duplicating ") + what + " fd");
+  return UniqueFd(d);
+}
+
+}  // namespace
+
+Result<StackTraceMap> StackTraceMap::from_fds(int stack_trace_fd, int store_fd) {
+  auto info = map_info(stack_trace_fd, "stack map");
+  if (!info) return info.error();
+  if (info->type != BPF_MAP_TYPE_STACK_TRACE)
+    return Error("map " + std::to_string(stack_trace_fd) + " is not a stack_trace map");
+  if (info->value_size == 0 || info->value_size % sizeof(uint64_t) != 0)
+    return Error("stack map value size " + std::to_string(info->value_size) + " is not a multiple of 8");
+  auto fd = dup_fd(stack_trace_fd, "stack map");
+  if (!fd) return fd.error();
+  UniqueFd store;
+  uint32_t store_value_size = 0;
+  if (store_fd >= 0) {
+    auto sinfo = map_info(store_fd, "stack store");
+    if (!sinfo) return sinfo.error();
+    if (sinfo->type != BPF_MAP_TYPE_HASH || sinfo->key_size != sizeof(uint64_t) ||
+        sinfo->value_size < offsetof(offwake_stored_stack, ips) ||
+        sinfo->value_size > sizeof(offwake_stored_stack))
+      return Error("map " + std::to_string(store_fd) + " is not a stack store");
+    auto s = dup_fd(store_fd, "stack store");
+    if (!s) return s.error();
+    store = std::move(s).value();
+    store_value_size = sinfo->value_size;
+  }
+  return StackTraceMap(std::move(fd).value(), std::move(store), info->value_size / sizeof(uint64_t),
+                       info->max_entries, store_value_size);
+}
+
+Result<std::vector<uint64_t>> StackTraceMap::lookup(uint64_t id) const {
+  if (id & OFFWAKE_STORE_ID) {
+    if (!store_.valid()) return Error("stack " + std::to_string(id) + " is in a stack store that was not given", ENOENT);
+    offwake_stored_stack st{};
+    if (bpf_map_lookup_elem(store_.get(), &id, &st) != 0)
+      return Error::from_errno("looking up stored stack " + std::to_string(id & OFFWAKE_STORE_HASH_MASK));
+    const uint32_t room = (store_value_size_ - offsetof(offwake_stored_stack, ips)) / sizeof(uint64_t);
+    if (st.nr > room) return Error("stored stack claims " + std::to_string(st.nr) + " frames", EINVAL);
+    return std::vector<uint64_t>(st.ips, st.ips + st.nr);
+  }
+  // Stack map keys are u32; a larger id would silently truncate to some other stack.
+  if (id > UINT32_MAX) return Error("stack id " + std::to_string(id) + " is out of range", ERANGE);
+  const uint32_t key = static_cast<uint32_t>(id);
   std::vector<uint64_t> frames(max_depth_);
-  if (bpf_map_lookup_elem(fd_.get(), &id, frames.data()) != 0)
+  if (bpf_map_lookup_elem(fd_.get(), &key, frames.data()) != 0)
     return Error::from_errno("looking up stack id " + std::to_string(id));
   size_t n = 0;
   while (n < frames.size() && frames[n] != 0) ++n;

@@ -1,4 +1,6 @@
-// Reads stacks back from the BPF_MAP_TYPE_STACK_TRACE map that bpf_get_stackid() fills.
+// Reads stacks back from the BPF maps that hold them: the BPF_MAP_TYPE_STACK_TRACE map that
+// bpf_get_stackid() fills (ids below 2^32), and the stack store, the hash map of whole stacks
+// that the programs walk or copy themselves (ids with OFFWAKE_STORE_ID set).
 #pragma once
 
 #include <cstdint>
@@ -12,24 +14,32 @@ namespace offwake::bpf {
 
 class StackTraceMap final : public StackTraceSource {
  public:
-  // Takes its own reference to the map (a dup of map_fd), so it may outlive the loader.
-  // The depth is the map's value_size / 8, read from the kernel.
-  static Result<StackTraceMap> from_fd(int map_fd);
+  // Takes its own references to the maps (dups of the fds), so it may outlive the loader.
+  // The depth is the stack_trace map's value_size / 8, read from the kernel. store_fd may be
+  // -1: then store ids are not found.
+  static Result<StackTraceMap> from_fds(int stack_trace_fd, int store_fd);
 
-  // Frames of stack `id`, leaf first, up to the first zero entry.
-  Result<std::vector<uint64_t>> lookup(uint32_t id) const override;
+  // Frames of stack `id`, leaf first: a stack_trace entry up to its first zero entry, or
+  // a stored stack's frames.
+  Result<std::vector<uint64_t>> lookup(uint64_t id) const override;
 
   uint32_t max_depth() const { return max_depth_; }
   uint32_t max_entries() const { return max_entries_; }
   int fd() const { return fd_.get(); }
 
  private:
-  StackTraceMap(UniqueFd fd, uint32_t max_depth, uint32_t max_entries)
-      : fd_(std::move(fd)), max_depth_(max_depth), max_entries_(max_entries) {}
+  StackTraceMap(UniqueFd fd, UniqueFd store, uint32_t max_depth, uint32_t max_entries, uint32_t store_value_size)
+      : fd_(std::move(fd)),
+        store_(std::move(store)),
+        max_depth_(max_depth),
+        max_entries_(max_entries),
+        store_value_size_(store_value_size) {}
 
   UniqueFd fd_;
+  UniqueFd store_;
   uint32_t max_depth_;
   uint32_t max_entries_;
+  uint32_t store_value_size_;
 };
 
 }  // namespace offwake::bpf

@@ -11,6 +11,11 @@ StackLosses& StackLosses::operator+=(const StackLosses& o) {
   map_full += o.map_full;
   other_errors += o.other_errors;
   lookup_failed += o.lookup_failed;
+  no_user_context += o.no_user_context;
+  not_traced += o.not_traced;
+  after_threshold += o.after_threshold;
+  exec += o.exec;
+  stopped += o.stopped;
   return *this;
 }
 
@@ -22,16 +27,16 @@ std::vector<uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses) {
       case EEXIST: ++losses.collisions; break;
       case ENOMEM:
       case E2BIG: ++losses.map_full; break;
+      case ENODATA: ++losses.no_user_context; break;
+      case ESRCH: ++losses.not_traced; break;
+      case ECANCELED: ++losses.after_threshold; break;
+      case ESTALE: ++losses.exec; break;
+      case ETIME: ++losses.stopped; break;
       default: ++losses.other_errors; break;
     }
     return {};
   }
-  // Stack map keys are u32; a larger id would silently truncate to some other stack.
-  if (id > int64_t{UINT32_MAX}) {
-    ++losses.lookup_failed;
-    return {};
-  }
-  auto frames = source_.lookup(static_cast<uint32_t>(id));
+  auto frames = source_.lookup(static_cast<uint64_t>(id));
   if (!frames) {
     ++losses.lookup_failed;
     return {};

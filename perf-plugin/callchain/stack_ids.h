@@ -10,8 +10,9 @@
 
 namespace offwake {
 
-// A stack id as bpf_get_stackid() returned it: >= 0 an id, < 0 a negative errno.
-// kNoStack marks a half that was not asked for (the user stack of a kernel thread).
+// A stack id as the BPF programs store it: >= 0 an id (see StackTraceSource), < 0 a
+// negative errno that says why there is no stack. kNoStack marks a half that was not asked
+// for (the user stack of a kernel thread).
 constexpr int64_t kNoStack = INT64_MIN;
 
 struct StackIds {
@@ -19,22 +20,35 @@ struct StackIds {
   int64_t user = kNoStack;
 };
 
-// Where stack ids are looked up: the BPF stack_trace map in production.
+// Where stack ids are looked up: in production the BPF stack_trace map (ids below 2^32)
+// and the BPF stack store (ids with bit 62 set, OFFWAKE_STORE_ID).
 class StackTraceSource {
  public:
   virtual ~StackTraceSource() = default;
-  // The frames of stack `id`, leaf first, zero-terminated or full length.
-  virtual Result<std::vector<uint64_t>> lookup(uint32_t id) const = 0;
+  // The frames of stack `id` (>= 0), leaf first.
+  virtual Result<std::vector<uint64_t>> lookup(uint64_t id) const = 0;
 };
 
-// Why stacks are missing, per half. Every stack the builder could not produce lands here.
+// Why stacks are missing, per half. Every stack the builder could not produce lands in
+// exactly one of these, so they add up to total().
 struct StackLosses {
-  uint64_t walk_failed = 0;   // -EFAULT: the unwinder could not walk (no frame pointers, paged out)
-  uint64_t collisions = 0;    // -EEXIST: another stack owned the hash bucket
-  uint64_t map_full = 0;      // -ENOMEM/-E2BIG: no free entry in the stack map
+  // Taken, and failed.
+  uint64_t walk_failed = 0;   // -EFAULT: the unwinder gave no frame
+  uint64_t collisions = 0;    // -EEXIST: another stack owned the bucket, and the store too
+  uint64_t map_full = 0;      // -ENOMEM/-E2BIG: no free entry in the stack store
   uint64_t other_errors = 0;  // any other negative id
   uint64_t lookup_failed = 0; // the id was valid but its entry could not be read back
-  uint64_t total() const { return walk_failed + collisions + map_full + other_errors + lookup_failed; }
+  // Not taken, and why.
+  uint64_t no_user_context = 0;  // the task had no user memory left (exiting)
+  uint64_t not_traced = 0;       // a blocked kernel stack whose switch-in was never traced
+  uint64_t after_threshold = 0;  // a waker's stacks, for a block that reached --min-block
+                                 // only after its wakeup
+  uint64_t exec = 0;             // the task exec'd before its user stack was taken
+  uint64_t stopped = 0;          // the recording stopped before its user stack was taken
+  uint64_t total() const {
+    return walk_failed + collisions + map_full + other_errors + lookup_failed + no_user_context + not_traced +
+           after_threshold + exec + stopped;
+  }
   StackLosses& operator+=(const StackLosses& o);
 };
 

@@ -1,5 +1,7 @@
 #include "commands/options.h"
 
+#include <cmath>
+
 #include <cerrno>
 #include <cstdio>
 
@@ -80,8 +82,9 @@ static Status apply_option(const Option& o, const std::string& value) {
       char* end = nullptr;
       errno = 0;
       double v = strtod(value.c_str(), &end);
-      if (value.empty() || *end || errno || v < 0)
-        return Error("option `" + display_name(o) + "' expects a non-negative number, not '" + value + "'");
+      // nan and inf are not durations: nan would compare false against every limit.
+      if (value.empty() || *end || errno || !std::isfinite(v) || v < 0)
+        return Error("option `" + display_name(o) + "' expects a finite non-negative number, not '" + value + "'");
       *o.dbl = v;
       return ok_status();
     }

@@ -36,11 +36,14 @@ struct RecordOptions {
   uint64_t tid = 0;
   std::string output;
   bool user_only = false, kernel_only = false;
-  std::string state = "SD";
+  std::string state = "SDI";
   double min_block_us = 0, max_block_us = 0;
   std::string cgroup;
   double duration = 0;
-  uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0;
+  uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0, process_entries = 65536;
+  // When and how stacks are taken (see bpf::LoaderOptions).
+  bool eager = false, sched_frames = false;
+  std::string user_walker = "bpf";
   bool verbose = false, quiet = false;
   // --on-cpu: a perf sampling event in the same recording.
   bool on_cpu = false;
@@ -63,15 +66,34 @@ Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
   return ok_status();
 }
 
+// S: interruptible sleep; D: uninterruptible sleep (the load average's); I: an idle kernel
+// thread's wait (TASK_IDLE, D with NOLOAD), which is not what "D" means to anyone.
 Result<uint32_t> parse_state(const std::string& s) {
   uint32_t mask = 0;
   for (char c : s) {
-    if (c == 'S') mask |= OFFWAKE_STATE_INTERRUPTIBLE;
-    else if (c == 'D') mask |= OFFWAKE_STATE_UNINTERRUPTIBLE;
-    else return Error("--state takes S, D or SD, not '" + s + "'", EINVAL);
+    if (c == 'S') mask |= OFFWAKE_WANT_S;
+    else if (c == 'D') mask |= OFFWAKE_WANT_D;
+    else if (c == 'I') mask |= OFFWAKE_WANT_I;
+    else return Error("--state takes letters from S, D and I (e.g. SD), not '" + s + "'", EINVAL);
   }
-  if (!mask) return Error("--state takes S, D or SD", EINVAL);
+  if (!mask) return Error("--state takes letters from S, D and I (e.g. SD)", EINVAL);
   return mask;
+}
+
+// -p names processes: a thread id that is not its process's id would match no block.
+Status check_process(uint32_t pid) {
+  const std::string status = "/proc/" + std::to_string(pid) + "/status";
+  FILE* f = fopen(status.c_str(), "re");
+  if (!f) return Error("process " + std::to_string(pid) + " does not exist");
+  char line[256];
+  long tgid = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Tgid: %ld", &tgid) == 1) break;
+  fclose(f);
+  if (tgid > 0 && static_cast<uint32_t>(tgid) != pid)
+    return Error(std::to_string(pid) + " is a thread of process " + std::to_string(tgid) + ": use -p " +
+                 std::to_string(tgid) + " for the process, or -t " + std::to_string(pid) + " for the thread");
+  return ok_status();
 }
 
 bool exists(const std::string& path) {
@@ -121,6 +143,10 @@ Result<bpf::LoaderOptions> Recorder::loader_options() const {
   auto mask = parse_state(opt_.state);
   if (!mask) return mask.error();
   lo.state_mask = *mask;
+  lo.max_tgids = static_cast<uint32_t>(opt_.process_entries);
+  lo.eager = opt_.eager;
+  lo.sched_frames = opt_.sched_frames;
+  lo.kernel_user_walker = opt_.user_walker == "kernel";
   lo.min_block_ns = static_cast<uint64_t>(opt_.min_block_us * 1000);
   lo.max_block_ns = static_cast<uint64_t>(opt_.max_block_us * 1000);
   lo.cgroup_path = opt_.cgroup;
@@ -157,8 +183,7 @@ Status Recorder::drain_tracking() {
 }
 
 Status Recorder::run(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
-  for (uint32_t pid : opt_.pids)
-    if (!exists("/proc/" + std::to_string(pid))) return Error("process " + std::to_string(pid) + " does not exist");
+  for (uint32_t pid : opt_.pids) OFFWAKE_TRY(check_process(pid));
   if (opt_.tid && !exists("/proc/" + std::to_string(opt_.tid)))
     return Error("thread " + std::to_string(opt_.tid) + " does not exist");
 
@@ -228,14 +253,11 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   while (!g_stop) {
     tracking_->poll(100);
     OFFWAKE_TRY(drain_tracking());
-    if (opt_.timeline) {
-      OFFWAKE_TRY(write_events(false));
-    } else {
-      // Aggregated mode writes its samples at the end; rounds bound perf's sorting of the rest.
-      // Timeline mode writes none: a block ended late is dated back to its wakeup, older than
-      // a round perf may have flushed already, so perf sorts the whole file instead.
-      OFFWAKE_TRY(writer_->finished_round());
-    }
+    // No FINISHED_ROUND records: aggregated samples, written at the end, are stamped with a
+    // time during the recording (when their threads were who they name), and a timeline
+    // block ended late is dated back to its wakeup. Both are older than a round perf may have
+    // flushed already, so perf sorts the whole file instead.
+    if (opt_.timeline) OFFWAKE_TRY(write_events(false));
     if (workload_ && workload_->exited()) break;
     if (deadline && monotonic_ns() >= deadline) break;
   }
@@ -309,9 +331,12 @@ Status Recorder::write_aggregates() {
   }
   stats_.keys = aggregates->size();
   stats_.counters = *counters;
-  stats_.recursion_misses = *misses;
-  stats_.kernel_lookup_failed = convert.kernel_losses().lookup_failed;
-  stats_.user_lookup_failed = convert.user_losses().lookup_failed;
+  stats_.skipped_switches = misses->switches;
+  stats_.skipped_wakeups = misses->wakeups;
+  stats_.skipped_other = misses->other;
+  stats_.kernel_missing = convert.kernel_losses();
+  stats_.user_missing = convert.user_losses();
+  stats_.sample_stacks = convert.sample_stacks();
   stats_.tracking_undecodable = tracking_->undecodable();
 
   // Blocks that never became a sample are lost samples of offwake-time, as perf counts them.
@@ -336,7 +361,8 @@ int cmd_record(const std::vector<std::string>& args) {
       string_option('o', "output", "file", &o.output, "output file name ('-' for a pipe); default perf.data"),
       flag_option('u', "user-threads-only", &o.user_only, "only user threads block"),
       flag_option(0, "kernel-threads-only", &o.kernel_only, "only kernel threads block"),
-      string_option(0, "state", "S|D|SD", &o.state, "task states that count as blocked (default SD)"),
+      string_option(0, "state", "S|D|I", &o.state,
+                    "waits recorded: S sleep, D uninterruptible, I idle kernel threads (default SDI)"),
       double_option(0, "min-block", "usecs", &o.min_block_us, "ignore blocks shorter than this"),
       double_option(0, "max-block", "usecs", &o.max_block_us, "ignore blocks longer than this"),
       string_option('G', "cgroup", "path", &o.cgroup, "only tasks in this cgroup v2 directory (and below)"),
@@ -344,6 +370,13 @@ int cmd_record(const std::vector<std::string>& args) {
       uint_option(0, "stack-storage-size", "n", &o.stack_entries, "entries of the BPF stack map (default 16384)"),
       uint_option(0, "map-size", "n", &o.map_entries, "entries of the BPF aggregation map (default 16384)"),
       uint_option(0, "max-stack", "n", &o.max_stack, "frames per stack (default kernel.perf_event_max_stack)"),
+      uint_option(0, "process-map-size", "n", &o.process_entries,
+                  "processes followed at once with -p or a command, children included (default 65536)"),
+      flag_option(0, "eager", &o.eager, "take every stack at once, even for blocks the filters drop"),
+      flag_option(0, "sched-frames", &o.sched_frames,
+                  "keep the scheduler's own frames (mutex_lock, io_schedule, ...) in blocked kernel stacks"),
+      string_option(0, "user-walker", "bpf|kernel", &o.user_walker,
+                    "who walks user stacks: our BPF frame-pointer walk (default) or bpf_get_stackid()"),
       flag_option(0, "timeline", &o.timeline, "one sample per block with its real time (BPF ring buffer), not aggregated"),
       uint_option(0, "ringbuf-size", "mb", &o.ringbuf_mb, "--timeline ring buffer size in MiB, a power of two (default 8)"),
       flag_option(0, "on-cpu", &o.on_cpu, "also sample on-CPU stacks with a perf event (-e, -F, -c)"),
@@ -362,6 +395,19 @@ int cmd_record(const std::vector<std::string>& args) {
   }
   if (o.user_only && o.kernel_only) {
     fprintf(stderr, "perf offwake record: --user-threads-only and --kernel-threads-only exclude each other\n");
+    return kExitUsage;
+  }
+  if (o.user_walker != "bpf" && o.user_walker != "kernel") {
+    fprintf(stderr, "perf offwake record: --user-walker takes bpf or kernel, not '%s'\n", o.user_walker.c_str());
+    return kExitUsage;
+  }
+  if (o.process_entries == 0 || o.process_entries > (1u << 24)) {
+    fprintf(stderr, "perf offwake record: --process-map-size must be from 1 to 16777216\n");
+    return kExitUsage;
+  }
+  // Microseconds whose nanoseconds fit in 64 bits (over 500 years).
+  if (o.min_block_us > 1.8e13 || o.max_block_us > 1.8e13) {
+    fprintf(stderr, "perf offwake record: --min-block and --max-block take at most 1.8e13 microseconds\n");
     return kExitUsage;
   }
   if (o.max_block_us && o.max_block_us < o.min_block_us) {

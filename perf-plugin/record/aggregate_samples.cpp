@@ -20,14 +20,19 @@ static bool tracing_frame(const Kallsyms& kallsyms, uint64_t ip) {
 }
 
 Callchain AggregateSamples::build(StackIds ids) {
+  sample_stacks_ += (ids.kernel != kNoStack) + (ids.user != kNoStack);
   Callchain chain = builder_.build(ids);
   if (kallsyms_) chain.drop_leading(FrameContext::kKernel, [&](uint64_t ip) { return tracing_frame(*kallsyms_, ip); });
   return chain;
 }
 
 std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggregate& a,
-                                                                                    uint64_t time) {
+                                                                                    uint64_t fallback_time) {
   const offwake_key& k = a.key;
+  // A time at which both threads were who the key says: perf resolves comm, maps and exits
+  // as of the sample's time. The waker sample has the same time, so that it stays next to
+  // its blocked sample when perf sorts.
+  const uint64_t time = a.value.last_ns ? a.value.last_ns : fallback_time;
   perfdata::SampleRecord blocked;
   blocked.id = ids_.time;
   blocked.pid = k.tgid;
@@ -61,7 +66,7 @@ std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::conv
 
 std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::convert(const offwake_event& e) {
   const uint64_t ns = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
-  bpf::Aggregate one{e.key, offwake_value{ns, 1, ns}};
+  bpf::Aggregate one{e.key, offwake_value{ns, 1, ns, e.end_ns}};
   auto samples = convert(one, e.end_ns);
   samples.first.cpu = samples.second.cpu = e.cpu;
   return samples;

@@ -36,14 +36,18 @@ class AggregateSamples {
   AggregateSamples(const StackTraceSource& stacks, OffwakeEventIds ids, const Kallsyms* kallsyms = nullptr)
       : builder_(stacks), ids_(ids), kallsyms_(kallsyms) {}
 
-  // The blocked sample then the waker sample of one aggregate, stamped with `time`.
-  std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const bpf::Aggregate& a, uint64_t time);
+  // The blocked sample then the waker sample of one aggregate, stamped with the aggregate's
+  // last_ns (a time both threads had the key's identity), or `fallback_time` without one.
+  std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const bpf::Aggregate& a,
+                                                                    uint64_t fallback_time);
   // The same for one block of --timeline: stamped with its end, on the CPU where it ended.
   std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const offwake_event& e);
 
   // Stacks that could not be had, per half, over blocked and waker stacks alike.
   const StackLosses& kernel_losses() const { return builder_.kernel_losses(); }
   const StackLosses& user_losses() const { return builder_.user_losses(); }
+  // Stack halves the samples asked for (kernel and user, blocked and waker; not kNoStack).
+  uint64_t sample_stacks() const { return sample_stacks_; }
 
  private:
   Callchain build(StackIds ids);
@@ -51,6 +55,7 @@ class AggregateSamples {
   CallchainBuilder builder_;
   OffwakeEventIds ids_;
   const Kallsyms* kallsyms_;
+  uint64_t sample_stacks_ = 0;
 };
 
 }  // namespace offwake

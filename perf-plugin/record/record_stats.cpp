@@ -3,45 +3,80 @@
 namespace offwake {
 
 uint64_t RecordStats::lost_blocks() const {
-  return counters.agg_map_full + counters.storage_failed + counters.unended_blocks + counters.ringbuf_drops +
-         recursion_misses;
+  return counters.agg_map_full + counters.storage_failed_blocks + counters.ringbuf_drops + skipped_switches;
 }
+
+uint64_t RecordStats::lost_wakeups() const { return counters.storage_failed_wakeups + skipped_wakeups; }
 
 std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
   const offwake_counters& c = counters;
-  return {
+  std::vector<std::pair<std::string, uint64_t>> f = {
       {"duration_ns", duration_ns},
       {"aggregates", keys},
       {"blocked_ns", blocked_ns},
       {"blocks", c.blocks},
       {"wakeups", c.wakeups},
       {"irq_wakeups", c.irq_wakeups},
+      {"runnable_wakeups_ignored", c.runnable_wakeups},
       {"missed_wakeups", c.missed_wakeups},
       {"late_block_ends", c.late_ends},
+      {"untraced_switches", c.untraced_switches},
       {"still_blocked_at_stop", c.still_blocked},
-      {"lost_ringbuf_drops", c.ringbuf_drops},
-      {"lost_ringbuf_drops_ns", c.ringbuf_drops_ns},
+      {"still_blocked_filtered", c.still_blocked_filtered},
       {"timeline_events", timeline_events},
-      {"lost_unended_blocks", c.unended_blocks},
       {"filtered_blocks", c.filtered},
+      {"lost_blocks", lost_blocks()},
       {"lost_blocks_map_full", c.agg_map_full},
       {"lost_blocks_map_full_ns", c.agg_map_full_ns},
-      {"lost_storage_failed", c.storage_failed},
-      {"lost_recursion_misses", recursion_misses},
+      {"lost_blocks_no_task_storage", c.storage_failed_blocks},
+      {"lost_blocks_ringbuf_full", c.ringbuf_drops},
+      {"lost_blocks_ringbuf_full_ns", c.ringbuf_drops_ns},
+      {"lost_blocks_switch_skipped", skipped_switches},
+      {"lost_wakeups", lost_wakeups()},
+      {"lost_wakeups_no_task_storage", c.storage_failed_wakeups},
+      {"lost_wakeups_skipped", skipped_wakeups},
+      {"bpf_runs_skipped_other", skipped_other},
+      {"forks_followed", c.forks_followed},
+      {"forks_not_followed", c.forks_not_followed},
+      {"targets_exited", c.targets_exited},
+      {"kernel_stack_captures", c.stack_captures[OFFWAKE_KERNEL]},
+      {"user_stack_captures", c.stack_captures[OFFWAKE_USER]},
       {"kernel_stack_collisions", c.stack_collision[OFFWAKE_KERNEL]},
       {"user_stack_collisions", c.stack_collision[OFFWAKE_USER]},
+      {"kernel_stack_store_fallbacks", c.stack_store_fallbacks[OFFWAKE_KERNEL]},
+      {"user_stack_store_fallbacks", c.stack_store_fallbacks[OFFWAKE_USER]},
       {"kernel_stack_walk_failed", c.stack_walk_failed[OFFWAKE_KERNEL]},
       {"user_stack_walk_failed", c.stack_walk_failed[OFFWAKE_USER]},
-      {"kernel_stack_map_full", c.stack_map_full[OFFWAKE_KERNEL]},
-      {"user_stack_map_full", c.stack_map_full[OFFWAKE_USER]},
+      {"kernel_stack_store_full", c.stack_map_full[OFFWAKE_KERNEL]},
+      {"user_stack_store_full", c.stack_map_full[OFFWAKE_USER]},
       {"kernel_stack_other_error", c.stack_other_error[OFFWAKE_KERNEL]},
       {"user_stack_other_error", c.stack_other_error[OFFWAKE_USER]},
-      {"kernel_stack_lookup_failed", kernel_lookup_failed},
-      {"user_stack_lookup_failed", user_lookup_failed},
+      {"user_stack_no_user_context", c.no_user_context},
+      {"user_stack_exec", c.user_stack_exec},
+      {"user_stack_stopped", c.user_stack_stopped},
+      {"kernel_stack_not_traced", c.kernel_stack_not_traced},
+      {"waker_stacks_skipped", c.waker_stacks_skipped},
+      {"sample_stacks", sample_stacks},
       {"tracking_records_skipped", tracking_undecodable},
       {"on_cpu_samples", on_cpu_samples},
       {"perf_records_lost", perf_lost},
   };
+  const std::pair<const char*, const StackLosses*> halves[] = {{"kernel", &kernel_missing}, {"user", &user_missing}};
+  for (const auto& [half, l] : halves) {
+    const std::string p = std::string("missing_") + half + "_stacks";
+    f.insert(f.end(), {{p, l->total()},
+                       {p + "_collision", l->collisions},
+                       {p + "_walk_failed", l->walk_failed},
+                       {p + "_store_full", l->map_full},
+                       {p + "_other_error", l->other_errors},
+                       {p + "_unreadable", l->lookup_failed},
+                       {p + "_no_user_context", l->no_user_context},
+                       {p + "_switch_in_not_traced", l->not_traced},
+                       {p + "_woken_before_min_block", l->after_threshold},
+                       {p + "_exec", l->exec},
+                       {p + "_recording_stopped", l->stopped}});
+  }
+  return f;
 }
 
 perfdata::Bytes RecordStats::encode() const {
@@ -52,43 +87,48 @@ perfdata::Bytes RecordStats::encode() const {
   return w.take();
 }
 
+namespace {
+
+unsigned long long u(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+}  // namespace
+
 void print_record_summary(FILE* out, const RecordStats& s) {
   const offwake_counters& c = s.counters;
   if (s.timeline_events) {
     fprintf(out, "[ perf offwake record: %llu blocks, %llu wakeups, %.3f s blocked, %llu timeline events ]\n",
-            (unsigned long long)c.blocks, (unsigned long long)c.wakeups, s.blocked_ns / 1e9,
-            (unsigned long long)s.timeline_events);
+            u(c.blocks), u(c.wakeups), s.blocked_ns / 1e9, u(s.timeline_events));
   } else {
     fprintf(out, "[ perf offwake record: %llu blocks, %llu wakeups, %.3f s blocked, %llu distinct stacks ]\n",
-            (unsigned long long)c.blocks, (unsigned long long)c.wakeups, s.blocked_ns / 1e9,
-            (unsigned long long)s.keys);
+            u(c.blocks), u(c.wakeups), s.blocked_ns / 1e9, u(s.keys));
   }
   fprintf(out, "[ perf offwake record: Captured and wrote %.3f MB %s (%llu samples", s.bytes / 1048576.0,
-          s.output.c_str(), (unsigned long long)(2 * (s.keys + s.timeline_events) + s.on_cpu_samples));
-  if (s.on_cpu_samples || s.perf_lost) {
-    fprintf(out, ", of which %llu on-CPU; %llu perf records lost", (unsigned long long)s.on_cpu_samples,
-            (unsigned long long)s.perf_lost);
-  }
+          s.output.c_str(), u(2 * (s.keys + s.timeline_events) + s.on_cpu_samples));
+  if (s.on_cpu_samples || s.perf_lost)
+    fprintf(out, ", of which %llu on-CPU; %llu perf records lost", u(s.on_cpu_samples), u(s.perf_lost));
   fprintf(out, ") ]\n");
-  uint64_t stack_losses = 0;
-  for (int h : {OFFWAKE_KERNEL, OFFWAKE_USER})
-    stack_losses += c.stack_collision[h] + c.stack_walk_failed[h] + c.stack_map_full[h] + c.stack_other_error[h];
-  stack_losses += s.kernel_lookup_failed + s.user_lookup_failed;
   fprintf(out,
-          "[ perf offwake record: lost %llu blocks (map full %llu, no task storage %llu, unended %llu, "
-          "ring buffer full %llu, recursion %llu); "
-          "%llu stacks missing (collisions %llu, failed walks %llu, stack map full %llu); "
-          "%llu blocks without a waker; %llu ended late (switch-in not traced); "
-          "%llu still blocked at the stop (counted up to it) ]\n",
-          (unsigned long long)s.lost_blocks(), (unsigned long long)c.agg_map_full,
-          (unsigned long long)c.storage_failed, (unsigned long long)c.unended_blocks,
-          (unsigned long long)c.ringbuf_drops, (unsigned long long)s.recursion_misses,
-          (unsigned long long)stack_losses,
-          (unsigned long long)(c.stack_collision[0] + c.stack_collision[1]),
-          (unsigned long long)(c.stack_walk_failed[0] + c.stack_walk_failed[1]),
-          (unsigned long long)(c.stack_map_full[0] + c.stack_map_full[1]),
-          (unsigned long long)c.missed_wakeups, (unsigned long long)c.late_ends,
-          (unsigned long long)c.still_blocked);
+          "[ perf offwake record: lost %llu blocks (aggregation map full %llu, no task storage %llu, "
+          "ring buffer full %llu, switches skipped %llu); lost %llu wakeups (no task storage %llu, "
+          "skipped %llu)",
+          u(s.lost_blocks()), u(c.agg_map_full), u(c.storage_failed_blocks), u(c.ringbuf_drops),
+          u(s.skipped_switches), u(s.lost_wakeups()), u(c.storage_failed_wakeups), u(s.skipped_wakeups));
+  if (c.forks_not_followed) fprintf(out, "; %llu child processes not followed (target set full)", u(c.forks_not_followed));
+  fprintf(out, " ]\n");
+  StackLosses m = s.kernel_missing;
+  m += s.user_missing;
+  fprintf(out,
+          "[ perf offwake record: %llu of %llu sample stacks missing (failed: collisions %llu, walks %llu, "
+          "store full %llu, other %llu, unreadable %llu; not taken: no user context %llu, switch-in not "
+          "traced %llu, woken before --min-block %llu, exec %llu, recording stopped %llu); "
+          "%llu stack captures, %llu collisions ]\n",
+          u(m.total()), u(s.sample_stacks), u(m.collisions), u(m.walk_failed), u(m.map_full), u(m.other_errors),
+          u(m.lookup_failed), u(m.no_user_context), u(m.not_traced), u(m.after_threshold), u(m.exec), u(m.stopped),
+          u(c.stack_captures[0] + c.stack_captures[1]), u(c.stack_collision[0] + c.stack_collision[1]));
+  fprintf(out,
+          "[ perf offwake record: %llu blocks without a waker; %llu ended late (switch-in not traced); "
+          "%llu switches untraced by the kernel; %llu still blocked at the stop (counted up to it) ]\n",
+          u(c.missed_wakeups), u(c.late_ends), u(c.untraced_switches), u(c.still_blocked));
 }
 
 }  // namespace offwake

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "callchain/stack_ids.h"
 #include "offwake.h"
 #include "perfdata/bytes.h"
 
@@ -19,17 +20,22 @@ struct RecordStats {
   uint64_t timeline_events = 0;  // --timeline: blocks written as their own samples
   uint64_t blocked_ns = 0;    // summed over them
   offwake_counters counters{};
-  uint64_t recursion_misses = 0;      // BPF program runs the kernel skipped
-  uint64_t kernel_lookup_failed = 0;  // stack ids whose entries could not be read back
-  uint64_t user_lookup_failed = 0;
+  // BPF program runs the kernel skipped (a BPF program already ran on that CPU).
+  uint64_t skipped_switches = 0;  // blocks lost: their start or end was never seen
+  uint64_t skipped_wakeups = 0;   // wakeups lost
+  uint64_t skipped_other = 0;     // forks, exits, system call returns (nothing lost)
+  // Stacks missing from the samples written, by cause (per sample, not per capture).
+  StackLosses kernel_missing, user_missing;
+  uint64_t sample_stacks = 0;  // stack halves the written samples asked for
   uint64_t tracking_undecodable = 0;  // ring-buffer records of unknown type
   uint64_t on_cpu_samples = 0;        // --on-cpu samples written
   uint64_t perf_lost = 0;             // records the kernel dropped from perf ring buffers (LOST)
   uint64_t bytes = 0;
   std::string output;
 
-  // Blocks that did not become samples.
+  // Blocks that did not become samples, and wakeups that were not recorded.
   uint64_t lost_blocks() const;
+  uint64_t lost_wakeups() const;
   perfdata::Bytes encode() const;
   // key=value lines, as stored.
   std::vector<std::pair<std::string, uint64_t>> fields() const;

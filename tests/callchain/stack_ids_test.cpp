@@ -14,11 +14,11 @@ namespace {
 // A stack map in memory: id -> frames. Ids in `broken` exist but cannot be read back.
 class FakeStackTraces : public StackTraceSource {
  public:
-  std::map<uint32_t, std::vector<uint64_t>> stacks;
-  std::set<uint32_t> broken;
-  mutable std::vector<uint32_t> looked_up;
+  std::map<uint64_t, std::vector<uint64_t>> stacks;
+  std::set<uint64_t> broken;
+  mutable std::vector<uint64_t> looked_up;
 
-  Result<std::vector<uint64_t>> lookup(uint32_t id) const override {
+  Result<std::vector<uint64_t>> lookup(uint64_t id) const override {
     looked_up.push_back(id);
     if (broken.count(id)) return Error("looking up stack " + std::to_string(id), EIO);
     auto it = stacks.find(id);
@@ -82,7 +82,7 @@ TEST_F(CallchainBuilderTest, NoStackHalvesAreSkippedWithoutLoss) {
   EXPECT_TRUE(b.build({}).empty());  // both default to kNoStack
   expect_losses(b.kernel_losses(), 0, 0, 0, 0, 0);
   expect_losses(b.user_losses(), 0, 0, 0, 0, 0);
-  EXPECT_EQ(source_.looked_up, (std::vector<uint32_t>{7, 9}));
+  EXPECT_EQ(source_.looked_up, (std::vector<uint64_t>{7, 9}));
 }
 
 TEST_F(CallchainBuilderTest, NegativeIdsLandInTheirCounterPerHalf) {
@@ -103,7 +103,7 @@ TEST_F(CallchainBuilderTest, NegativeIdsLandInTheirCounterPerHalf) {
   }
   expect_losses(b.kernel_losses(), 1, 1, 2, 2, 0);
   expect_losses(b.user_losses(), 2, 1, 0, 0, 0);
-  EXPECT_EQ(source_.looked_up, (std::vector<uint32_t>{9, 9, 9, 9, 9, 9, 7, 7, 7}));
+  EXPECT_EQ(source_.looked_up, (std::vector<uint64_t>{9, 9, 9, 9, 9, 9, 7, 7, 7}));
 }
 
 TEST_F(CallchainBuilderTest, FailedLookupCountsLookupFailed) {
@@ -119,21 +119,50 @@ TEST_F(CallchainBuilderTest, FailedLookupCountsLookupFailed) {
   expect_losses(b.user_losses(), 0, 0, 0, 0, 1);
 }
 
-TEST_F(CallchainBuilderTest, IdBeyondU32IsNotTruncatedToAnotherStack) {
-  // 2^32 + 7 must not be looked up as stack 7.
+TEST_F(CallchainBuilderTest, StoreIdIsLookedUpWholeNotTruncatedToAnotherStack) {
+  // A stack store id (bit 62 set) is looked up as it is: never as stack 7.
+  const int64_t store_id = (int64_t{1} << 62) | 7;
   CallchainBuilder b(source_);
-  Callchain c = b.build({(int64_t{1} << 32) + 7, 9});
-  EXPECT_EQ(c.count(FrameContext::kKernel), 0u);
+  Callchain c = b.build({store_id, 9});
+  EXPECT_EQ(c.count(FrameContext::kKernel), 0u);  // not in this source
   EXPECT_EQ(c.count(FrameContext::kUser), 3u);
-  EXPECT_EQ(b.kernel_losses().total(), 1u);
-  EXPECT_EQ(source_.looked_up, (std::vector<uint32_t>{9}));
+  EXPECT_EQ(b.kernel_losses().lookup_failed, 1u);
+  EXPECT_EQ(source_.looked_up, (std::vector<uint64_t>{static_cast<uint64_t>(store_id), 9}));
+}
+
+TEST_F(CallchainBuilderTest, StacksNotTakenAreCountedByReason) {
+  CallchainBuilder b(source_);
+  b.build({-ESRCH, -ENODATA});
+  b.build({-ECANCELED, -ECANCELED});
+  b.build({7, -ESTALE});
+  b.build({7, -ETIME});
+  const StackLosses& k = b.kernel_losses();
+  const StackLosses& u = b.user_losses();
+  EXPECT_EQ(k.not_traced, 1u);
+  EXPECT_EQ(k.after_threshold, 1u);
+  EXPECT_EQ(k.total(), 2u);
+  EXPECT_EQ(u.no_user_context, 1u);
+  EXPECT_EQ(u.after_threshold, 1u);
+  EXPECT_EQ(u.exec, 1u);
+  EXPECT_EQ(u.stopped, 1u);
+  EXPECT_EQ(u.total(), 4u);  // every cause is in the total, none twice
 }
 
 TEST(StackLosses, AddAccumulatesEveryCounter) {
-  StackLosses a{1, 2, 3, 4, 5};
-  StackLosses b{10, 20, 30, 40, 50};
+  StackLosses a{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  StackLosses b{10, 20, 30, 40, 50, 60, 70, 80, 90, 100};
   a += b;
-  expect_losses(a, 11, 22, 33, 44, 55);
+  EXPECT_EQ(a.walk_failed, 11u);
+  EXPECT_EQ(a.collisions, 22u);
+  EXPECT_EQ(a.map_full, 33u);
+  EXPECT_EQ(a.other_errors, 44u);
+  EXPECT_EQ(a.lookup_failed, 55u);
+  EXPECT_EQ(a.no_user_context, 66u);
+  EXPECT_EQ(a.not_traced, 77u);
+  EXPECT_EQ(a.after_threshold, 88u);
+  EXPECT_EQ(a.exec, 99u);
+  EXPECT_EQ(a.stopped, 110u);
+  EXPECT_EQ(a.total(), 605u);
 }
 
 }  // namespace

@@ -81,12 +81,19 @@ std::vector<Truth> parse_truth(const std::string& text) {
   return out;
 }
 
-uint64_t blocks_without_waker(const std::string& record_stderr) {
-  const std::string tail = " blocks without a waker";
+uint64_t summary_count(const std::string& record_stderr, const std::string& tail) {
   auto at = record_stderr.find(tail);
   if (at == std::string::npos) return 0;
   auto start = record_stderr.rfind(' ', at - 1);
   return std::stoull(record_stderr.substr(start + 1, at - start - 1));
+}
+
+uint64_t blocks_without_waker(const std::string& record_stderr) {
+  return summary_count(record_stderr, " blocks without a waker");
+}
+
+uint64_t blocks_ended_late(const std::string& record_stderr) {
+  return summary_count(record_stderr, " ended late");
 }
 
 }  // namespace offwake::test

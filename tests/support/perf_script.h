@@ -43,5 +43,9 @@ std::vector<Truth> parse_truth(const std::string& text);
 // traced (see late_ends in bpf-progs/offwake.bpf.c). Those blocks are kept, with the waker
 // "[no waker seen]"; tests accept that many and no more.
 uint64_t blocks_without_waker(const std::string& record_stderr);
+// "N ended late": blocks whose switch-in was never traced; their kernel stack is not taken.
+uint64_t blocks_ended_late(const std::string& record_stderr);
+// The number before `tail` in the summary, 0 if absent.
+uint64_t summary_count(const std::string& record_stderr, const std::string& tail);
 
 }  // namespace offwake::test

@@ -1,0 +1,213 @@
+// Every shortcut in how stacks are taken gives the same result as the plain way. Two sets of
+// BPF programs, loaded with different options, record the same run of a workload at once:
+// both see the same blocks, so their aggregates must hold the same stacks, frame for frame
+// (after the tracing frames are dropped, as perf.data gets them), the same counts, and the
+// same times up to the microseconds between the two programs' clock reads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "bpf/offwake_loader.h"
+#include "record/aggregate_samples.h"
+#include "synth/kernel_maps.h"
+#include "workload.h"
+
+namespace offwake::bpf {
+namespace {
+
+struct Capture {
+  std::vector<Aggregate> aggregates;
+  offwake_counters counters{};
+  std::optional<StackTraceMap> stacks;
+};
+
+// Runs `workload` once under each of `options` (all attached at once).
+void run_under(const std::string& workload, const std::vector<std::string>& args,
+               std::vector<LoaderOptions> options, std::vector<Capture>* out, Truth* truth) {
+  HeldProcess proc(kWorkloads + workload, args);
+  ASSERT_GT(proc.pid(), 0);
+  std::vector<OffwakeBpf> loaded;
+  for (LoaderOptions& o : options) {
+    o.tgids = {static_cast<uint32_t>(proc.pid())};
+    o.follow_forks = true;
+    auto bpf = OffwakeBpf::load(o);
+    ASSERT_TRUE(bpf.ok()) << bpf.error().message();
+    loaded.push_back(std::move(bpf).value());
+  }
+  for (OffwakeBpf& b : loaded) ASSERT_TRUE(b.attach().ok());
+  proc.release();
+  int status = -1;
+  std::string text = proc.finish(&status);
+  for (OffwakeBpf& b : loaded) b.detach();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  auto t = parse_truth(text);
+  ASSERT_TRUE(t) << text;
+  *truth = *t;
+  for (OffwakeBpf& b : loaded) {
+    Capture c;
+    auto aggs = b.read_aggregates();
+    ASSERT_TRUE(aggs.ok());
+    c.aggregates = std::move(aggs).value();
+    auto counters = b.read_counters();
+    ASSERT_TRUE(counters.ok());
+    c.counters = *counters;
+    auto stacks = b.stack_trace_map();
+    ASSERT_TRUE(stacks.ok());
+    c.stacks.emplace(std::move(stacks).value());
+    out->push_back(std::move(c));
+  }
+}
+
+// (blocked tid, blocked frames, waker tid, waker frames) -> (ns, count), frames as perf.data
+// gets them.
+using Frames = std::vector<uint64_t>;
+using Key = std::tuple<uint32_t, Frames, uint32_t, Frames, uint32_t>;
+struct Sum {
+  uint64_t ns = 0, count = 0;
+};
+
+std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms) {
+  AggregateSamples convert(*c.stacks, OffwakeEventIds{1, 2}, &kallsyms);
+  auto ips = [](const Callchain& chain) {
+    Frames f;
+    for (const Frame& fr : chain.frames()) f.push_back(fr.ip);
+    return f;
+  };
+  std::map<Key, Sum> out;
+  for (const Aggregate& a : c.aggregates) {
+    auto [blocked, waker] = convert.convert(a, 1);
+    Sum& s = out[{a.key.tid, ips(blocked.callchain), a.key.waker_tid, ips(waker.callchain), a.key.state}];
+    s.ns += a.value.total_ns;
+    s.count += a.value.count;
+  }
+  return out;
+}
+
+std::string describe(const Key& k) {
+  std::ostringstream s;
+  s << "tid " << std::get<0>(k) << " (" << std::get<1>(k).size() << " frames) woken by " << std::get<2>(k) << " ("
+    << std::get<3>(k).size() << " frames), state " << std::get<4>(k);
+  return s.str();
+}
+
+// The two captures hold the same keys with the same counts; times agree within 0.1% plus 20 us
+// a block: the programs of the two captures run one after the other at each tracepoint, so
+// each reads the clock after the other's work there (microseconds, more under load), and
+// that work differs between switch-out and switch-in.
+void expect_same(const Capture& a, const Capture& b) {
+  auto kallsyms = Kallsyms::load();
+  ASSERT_TRUE(kallsyms.ok());
+  auto ma = by_stacks(a, *kallsyms), mb = by_stacks(b, *kallsyms);
+  ASSERT_FALSE(ma.empty());
+  for (const auto& [k, s] : ma) {
+    SCOPED_TRACE(describe(k));
+    auto it = mb.find(k);
+    ASSERT_NE(it, mb.end()) << "a stack of the first capture is missing from the second";
+    EXPECT_EQ(s.count, it->second.count);
+    EXPECT_LT(std::fabs(static_cast<double>(s.ns) - static_cast<double>(it->second.ns)),
+              1e-3 * static_cast<double>(s.ns) + 20000.0 * static_cast<double>(s.count))
+        << s.ns << " vs " << it->second.ns;
+  }
+  EXPECT_EQ(ma.size(), mb.size());
+}
+
+// The truth's blocking function is in the user stacks of the first capture, so that the
+// comparison is about real stacks.
+void expect_truth_seen(const std::string& workload, const Capture& c, const Truth& t) {
+  auto fn = function_range(kWorkloads + workload, t.function);
+  ASSERT_TRUE(fn);
+  uint64_t count = 0;
+  for (const Aggregate& a : c.aggregates)
+    if (static_cast<int>(a.key.tid) == t.tid && stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn))
+      count += a.value.count;
+  EXPECT_EQ(count, t.count) << t.function;
+}
+
+class Capture3 : public ::testing::TestWithParam<const char*> {};
+
+// Lazy capture (a duration filter: user stacks when the system call returns, waker stacks only
+// for blocks that reached the threshold) against eager capture with the same filter.
+TEST_P(Capture3, LazyAndEagerCaptureAreIdentical) {
+  LoaderOptions lazy, eager;
+  lazy.min_block_ns = eager.min_block_ns = 1'000'000;  // 1 ms: the workloads block 20 ms
+  eager.eager = true;
+  // The same with a threshold no block reaches: lazily, nothing is paid for them.
+  LoaderOptions lazy_none = lazy, eager_none = eager;
+  lazy_none.min_block_ns = eager_none.min_block_ns = 10'000'000'000ull;
+  std::vector<Capture> caps;
+  Truth t;
+  ASSERT_NO_FATAL_FAILURE(
+      run_under(GetParam(), {"-n", "10", "-m", "20"}, {lazy, eager, lazy_none, eager_none}, &caps, &t));
+  expect_truth_seen(GetParam(), caps[0], t);
+  expect_same(caps[0], caps[1]);
+  expect_same(caps[1], caps[0]);
+  const offwake_counters &none = caps[2].counters, &eager_paid = caps[3].counters;
+  EXPECT_TRUE(caps[2].aggregates.empty());
+  EXPECT_GE(none.filtered, t.count);
+  EXPECT_EQ(none.stack_captures[OFFWAKE_KERNEL] + none.stack_captures[OFFWAKE_USER], 0u);
+  EXPECT_GE(eager_paid.stack_captures[OFFWAKE_USER], t.count);
+}
+
+// Our frame-pointer walk against the kernel's (bpf_get_stackid(BPF_F_USER_STACK)).
+TEST_P(Capture3, OwnUserWalkGivesTheKernelsFrames) {
+  LoaderOptions own, kernel;
+  kernel.kernel_user_walker = true;
+  std::vector<Capture> caps;
+  Truth t;
+  ASSERT_NO_FATAL_FAILURE(run_under(GetParam(), {"-n", "10", "-m", "20"}, {own, kernel}, &caps, &t));
+  expect_truth_seen(GetParam(), caps[0], t);
+  expect_same(caps[0], caps[1]);
+  expect_same(caps[1], caps[0]);
+  EXPECT_EQ(caps[0].counters.stack_walk_failed[OFFWAKE_USER], 0u);
+}
+
+// A stack whose stack_trace bucket is taken goes to the stack store: with a stack_trace map of
+// two entries, nearly every stack does, and nothing is lost.
+TEST_P(Capture3, StackTraceCollisionsFallBackToTheStore) {
+  LoaderOptions plain, tiny;
+  tiny.stack_map_entries = 2;
+  tiny.stack_store_entries = 16384;
+  std::vector<Capture> caps;
+  Truth t;
+  ASSERT_NO_FATAL_FAILURE(run_under(GetParam(), {"-n", "10", "-m", "20"}, {plain, tiny}, &caps, &t));
+  expect_same(caps[0], caps[1]);
+  expect_same(caps[1], caps[0]);
+  const offwake_counters& c = caps[1].counters;
+  EXPECT_GT(c.stack_store_fallbacks[OFFWAKE_KERNEL], 0u);
+  EXPECT_EQ(c.stack_collision[OFFWAKE_KERNEL] + c.stack_collision[OFFWAKE_USER], 0u);
+  EXPECT_EQ(c.stack_map_full[OFFWAKE_KERNEL] + c.stack_map_full[OFFWAKE_USER], 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, Capture3, ::testing::Values("wl_condvar", "wl_pipe", "wl_sleep"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// --sched-frames: blocked kernel stacks taken at switch-out keep the scheduler's functions,
+// which a sleeping task's stack leaves out; below them the stacks are the same functions.
+TEST(SchedFrames, KeepTheSchedulersOwnFrames) {
+  LoaderOptions plain, sched;
+  sched.sched_frames = true;
+  std::vector<Capture> caps;
+  Truth t;
+  ASSERT_NO_FATAL_FAILURE(run_under("wl_pipe", {"-n", "10", "-m", "20"}, {plain, sched}, &caps, &t));
+  auto kallsyms = Kallsyms::load();
+  ASSERT_TRUE(kallsyms.ok());
+  auto kernel_names = [&](const Capture& c) {
+    std::set<std::string> names;
+    for (const Aggregate& a : c.aggregates) {
+      if (static_cast<int>(a.key.tid) != t.tid) continue;
+      for (uint64_t ip : frames_of(*c.stacks, a.key.kern_stack_id))
+        if (const KernelSymbol* s = kallsyms->find(ip)) names.insert(s->name);
+    }
+    return names;
+  };
+  auto plain_names = kernel_names(caps[0]), sched_names = kernel_names(caps[1]);
+  EXPECT_FALSE(plain_names.count("schedule"));
+  EXPECT_TRUE(sched_names.count("schedule"));
+  EXPECT_TRUE(plain_names.count("anon_pipe_read"));
+  EXPECT_TRUE(sched_names.count("anon_pipe_read"));
+}
+
+}  // namespace
+}  // namespace offwake::bpf
