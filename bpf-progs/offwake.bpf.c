@@ -450,6 +450,7 @@ static __always_inline __s64 sleeping_kernel_stack(struct task_struct *t, struct
 
 struct walk_ctx {
 	struct scratch *s;
+	struct task_struct *task; /* another task (walk_task_frame), or 0 for the current one */
 	__u64 fp;
 	__u64 lo; /* a frame lies at or above this */
 	__u64 hi; /* ... and below this */
@@ -462,12 +463,12 @@ struct walk_ctx {
  * previous frame or outside the thread's stack. Such a read costs a page fault with exception
  * fixup, several microseconds here, and gives nothing. The stack is read a window at a time,
  * within one page, so that shallow stacks cost one read. */
-static long walk_frame(__u32 i, void *data)
+static __always_inline long walk_step(struct walk_ctx *w, int other_task)
 {
-	struct walk_ctx *w = data;
 	struct scratch *s = w->s;
 	__u64 fp = w->fp, off, len, next, ret;
 	__u64 n = frame_index(w->nr);
+	long err;
 
 	if (n >= w->depth || n >= OFFWAKE_MAX_STACK_DEPTH)
 		return 1;
@@ -479,7 +480,11 @@ static long walk_frame(__u32 i, void *data)
 			len = 16;
 		if (len > WINDOW)
 			len = WINDOW;
-		if (bpf_probe_read_user(s->window, len, (void *)fp)) {
+		if (other_task)
+			err = bpf_copy_from_user_task(s->window, len, (void *)fp, w->task, 0);
+		else
+			err = bpf_probe_read_user(s->window, len, (void *)fp);
+		if (err) {
 			s->win_len = 0;
 			return 1; /* unmapped: bpf_get_stackid's walk ends here too */
 		}
@@ -496,39 +501,58 @@ static long walk_frame(__u32 i, void *data)
 	return 0;
 }
 
-/* The current task's user stack, from the registers it entered the kernel with. */
-static __always_inline __s64 current_user_stack(void *ctx, struct scratch *s, struct offwake_counters *c)
+static long walk_frame(__u32 i, void *data)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
+	return walk_step(data, 0);
+}
+
+/* The same for a task that is not running, from a sleepable program only: its memory is
+ * read through its own mm (bpf_copy_from_user_task). */
+static long walk_task_frame(__u32 i, void *data)
+{
+	return walk_step(data, 1);
+}
+
+/* Task t's user stack, from the registers it entered the kernel with: the current task's,
+ * or (other_task, sleepable programs only) a task that is not running. */
+static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int other_task, struct scratch *s,
+					   struct offwake_counters *c)
+{
 	struct pt_regs *regs;
 	struct walk_ctx w = {};
 
-	if (cur->flags & PF_NO_USER_STACK)
+	if (t->flags & PF_NO_USER_STACK)
 		return OFFWAKE_NO_STACK;
-	if (!cur->mm) {
+	if (!t->mm) {
 		COUNT(c, no_user_context);
 		return -OFFWAKE_ERR_NO_USER_CONTEXT;
 	}
-	if (cfg.kernel_user_walker)
+	if (cfg.kernel_user_walker && !other_task)
 		return current_stack(ctx, BPF_F_USER_STACK, OFFWAKE_USER, s, c);
 	if (!s)
 		return -ENOMEM;
 	COUNT(c, stack_captures[OFFWAKE_USER]);
-	regs = (struct pt_regs *)bpf_task_pt_regs(cur);
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
 	if (!regs)
 		return stack_error(-EFAULT, OFFWAKE_USER, c);
 	s->st.ips[0] = regs->ip;
 	s->win_start = 0;
 	s->win_len = 0;
 	w.s = s;
+	w.task = t;
 	w.fp = regs->bp;
 	w.lo = regs->sp;
 	w.hi = regs->sp + cfg.user_stack_limit;
 	w.nr = 1;
 	w.depth = cfg.stack_depth;
-	bpf_loop(OFFWAKE_MAX_STACK_DEPTH, walk_frame, &w, 0);
+	bpf_loop(OFFWAKE_MAX_STACK_DEPTH, other_task ? walk_task_frame : walk_frame, &w, 0);
 	s->st.nr = w.nr;
 	return store_stack(s, OFFWAKE_USER, c);
+}
+
+static __always_inline __s64 current_user_stack(void *ctx, struct scratch *s, struct offwake_counters *c)
+{
+	return user_stack_of(ctx, bpf_get_current_task_btf(), 0, s, c);
 }
 
 /* ---- Interrupt context ---- */
@@ -1031,13 +1055,14 @@ struct bpf_iter__task {
 	struct task_struct *task;
 } __attribute__((preserve_access_index));
 
-/* Run once over every task after the recording stopped. A parked block gets no user stack.
+/* Run once over every task after the recording stopped, sleepable, so that it can read the
+ * user stacks of tasks that are not running. A parked block gets its user stack.
  * A block that started during the recording and had not ended is counted up to the stop,
  * with its waker if it was already woken (runnable, not yet switched in), else as
  * OFFWAKE_WAKER_STILL_BLOCKED. The filters compare the length so far, a lower bound: already
  * longer than --max-block, it is dropped; shorter than --min-block so far, it is dropped too
  * (it may have gone on longer): both counted in still_blocked_filtered. */
-SEC("iter/task")
+SEC("iter.s/task")
 int offwake_end_blocks(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
@@ -1051,10 +1076,9 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 	if (!b)
 		return 0;
 	c = cpu_counters();
-	if (b->flags & TB_PENDING) {
-		COUNT(c, user_stack_stopped);
-		emit_pending(b, -OFFWAKE_ERR_STOPPED, c);
-	}
+	/* Not back in user space yet: its user registers are still those of the block. */
+	if (b->flags & TB_PENDING)
+		emit_pending(b, user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), c), c);
 	if (!b->block_ts || b->block_ts > stop_ns)
 		return 0;
 	if (filtered_out(b, stop_ns - b->block_ts, c)) {
@@ -1063,9 +1087,8 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 	}
 	COUNT(c, still_blocked);
 	if (b->flags & TB_DEFER_USER) {
-		COUNT(c, user_stack_stopped);
 		b->flags &= ~TB_DEFER_USER;
-		b->user_stack_id = -OFFWAKE_ERR_STOPPED;
+		b->user_stack_id = user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), c);
 	}
 	kern = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(task, scratch_slot(SLOT_OTHER), c);
 	finish_block(task, b, stop_ns, kern, waker_of_block(b), OFFWAKE_WAKER_STILL_BLOCKED, c);

@@ -1,0 +1,188 @@
+// The edges of a recording, end to end as root, read back by the real perf: more processes than
+// a small target set holds, counters that name what happened, the filters' rule for blocks
+// still open at the stop, the --state letters, and input that is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "support/perf_script.h"
+#include "support/run.h"
+
+namespace offwake::test {
+namespace {
+
+const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
+const std::string kForkStorm = OFFWAKE_BINARY_DIR "/tests/e2e/fork_storm";
+
+// key=value counters stored in the file (our feature section).
+std::map<std::string, uint64_t> stored_counters(const std::string& data) {
+  std::map<std::string, uint64_t> out;
+  auto r = run("strings " + data + " | grep -E '^[a-z_]+=[0-9]+$'");
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto eq = line.find('=');
+    out[line.substr(0, eq)] = std::stoull(line.substr(eq + 1));
+  }
+  return out;
+}
+
+struct Storm {
+  RunResult record, script;
+  std::vector<ScriptSample> samples;
+  std::map<std::string, uint64_t> counters;
+};
+
+Storm record_storm(const TempDir& dir, const std::string& options) {
+  Storm s;
+  const std::string data = dir.file("perf.data");
+  s.record = run(kOffwake + " record -o " + data + " " + options + " -- " + kForkStorm + " -n 1300 -b 100");
+  s.script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+  s.samples = parse_perf_script(s.script.out);
+  s.counters = stored_counters(data);
+  return s;
+}
+
+// 1,300 child processes, 100 alive at a time: every one is followed (the old fixed set of
+// 1,024 dropped the rest without a word), and each leaves the set when it exits.
+TEST(Edges, EveryChildOfAForkStormIsRecorded) {
+  TempDir dir;
+  Storm s = record_storm(dir, "");
+  ASSERT_EQ(s.record.status, 0) << s.record.err;
+  ASSERT_EQ(s.script.status, 0) << s.script.err;
+  EXPECT_NE(s.record.out.find("forked 1300"), std::string::npos) << s.record.out;
+  std::set<uint32_t> children;
+  for (const ScriptSample& x : s.samples)
+    if (x.event == "offwake-time" && x.has_frame("fs_child_waits")) children.insert(x.pid);
+  EXPECT_EQ(children.size(), 1300u);
+  EXPECT_GE(s.counters["forks_followed"], 1300u);
+  EXPECT_EQ(s.counters["forks_not_followed"], 0u);
+  EXPECT_GE(s.counters["targets_exited"], 1300u);
+  EXPECT_EQ(s.counters["lost_blocks"], 0u) << s.record.err;
+  // An exiting child wakes its parent after its memory is gone: that waker has no user
+  // stack, which is counted as such, not as a failed walk.
+  EXPECT_GT(s.counters["user_stack_no_user_context"], 0u);
+  EXPECT_EQ(s.counters["user_stack_walk_failed"], 0u);
+  EXPECT_EQ(s.record.err.find("not followed"), std::string::npos) << s.record.err;
+}
+
+// A target set too small for the live processes: the children that do not fit are counted
+// and printed.
+TEST(Edges, ChildrenBeyondTheTargetSetAreCountedAndPrinted) {
+  TempDir dir;
+  Storm s = record_storm(dir, "--process-map-size 20");
+  ASSERT_EQ(s.record.status, 0) << s.record.err;
+  std::set<uint32_t> children;
+  for (const ScriptSample& x : s.samples)
+    if (x.event == "offwake-time" && x.has_frame("fs_child_waits")) children.insert(x.pid);
+  const uint64_t not_followed = s.counters["forks_not_followed"];
+  EXPECT_GT(not_followed, 0u);
+  EXPECT_EQ(children.size() + not_followed, 1300u) << "every child is recorded or counted";
+  EXPECT_NE(s.record.err.find(std::to_string(not_followed) + " child processes not followed"), std::string::npos)
+      << s.record.err;
+}
+
+// Every breakdown adds up to its total.
+TEST(Edges, StackLossBreakdownsAddUp) {
+  TempDir dir;
+  Storm s = record_storm(dir, "--stack-storage-size 64");
+  ASSERT_EQ(s.record.status, 0) << s.record.err;
+  for (const char* half : {"kernel", "user"}) {
+    const std::string p = std::string("missing_") + half + "_stacks";
+    uint64_t parts = 0;
+    for (const char* cause : {"_collision", "_walk_failed", "_store_full", "_other_error", "_unreadable",
+                              "_no_user_context", "_switch_in_not_traced", "_woken_before_min_block", "_exec",
+                              "_recording_stopped"})
+      parts += s.counters.at(p + cause);
+    EXPECT_EQ(parts, s.counters.at(p)) << half;
+  }
+  EXPECT_GT(s.counters["missing_kernel_stacks"] + s.counters["missing_user_stacks"], 0u)
+      << "64 entries hold fewer stacks than this recording has";
+  const uint64_t lost = s.counters["lost_blocks_map_full"] + s.counters["lost_blocks_no_task_storage"] +
+                        s.counters["lost_blocks_ringbuf_full"] + s.counters["lost_blocks_switch_skipped"];
+  EXPECT_EQ(lost, s.counters["lost_blocks"]);
+}
+
+// A block still open at the stop has lasted at least until then. Longer than --min-block so
+// far: kept, counted as still blocked, with its stacks. Shorter: dropped, and counted as such,
+// not as still blocked.
+TEST(Edges, BlocksOpenAtTheStopFollowTheFilters) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  // record exits with the workload's status: 143, the SIGTERM that ends it at --duration.
+  auto kept = run(kOffwake + " record --duration 0.5 --min-block 100000 -o " + data + " -- sleep 3");
+  ASSERT_EQ(kept.status, 143) << kept.err;
+  EXPECT_NE(kept.err.find("1 still blocked at the stop"), std::string::npos) << kept.err;
+  auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+  auto samples = parse_perf_script(script.out);
+  uint64_t ns = 0;
+  for (size_t i = 0; i + 1 < samples.size(); ++i)
+    if (samples[i].event == "offwake-time" && samples[i].comm == "sleep" &&
+        samples[i + 1].comm == "[still blocked]") {
+      ns += samples[i].period;
+      EXPECT_TRUE(samples[i].has_frame("hrtimer_nanosleep"));
+      EXPECT_TRUE(samples[i].has_user_frames()) << "user stack of a task that is not running";
+    }
+  // From the sleep's start to the stop: the 0.5 s, less the start-up of sleep itself.
+  EXPECT_GT(ns, 400'000'000u);
+  EXPECT_LT(ns, 550'000'000u);
+
+  auto dropped = run(kOffwake + " record --duration 0.5 --min-block 1000000 -o " + data + " -- sleep 3");
+  ASSERT_EQ(dropped.status, 143) << dropped.err;
+  EXPECT_NE(dropped.err.find("0 still blocked at the stop"), std::string::npos) << dropped.err;
+  auto c = stored_counters(data);
+  EXPECT_EQ(c["still_blocked_at_stop"], 0u);
+  EXPECT_EQ(c["still_blocked_filtered"], 1u);
+  auto none = run("perf script -i " + data + " -F comm,event | grep -c '^ *sleep'");
+  EXPECT_EQ(none.out, "0\n");
+}
+
+// D is uninterruptible sleep; an idle kernel thread's wait (TASK_IDLE = D|NOLOAD) is I.
+TEST(Edges, StateDLeavesOutIdleKernelThreadsAndIKeepsThem) {
+  TempDir dir;
+  // The raw payload's state (second u32) of each offwake-time sample, with perf's own reader.
+  auto states = [&](const std::string& opt) {
+    const std::string data = dir.file("s.data");
+    auto r = run(kOffwake + " record -a --duration 1 " + opt + " -o " + data);
+    EXPECT_EQ(r.status, 0) << r.err;
+    auto py = run("perf script -i " + data + " -s " + OFFWAKE_SOURCE_DIR "/tests/e2e/raw_states.py");
+    EXPECT_EQ(py.status, 0) << py.err;
+    std::set<uint32_t> out;
+    std::istringstream in(py.out);
+    uint32_t v;
+    while (in >> v) out.insert(v);
+    return out;
+  };
+  auto d = states("--state D");
+  for (uint32_t s : d) {
+    EXPECT_TRUE(s & 0x2) << s;
+    EXPECT_FALSE(s & 0x400) << "an idle wait under --state D: " << s;
+  }
+  auto i = states("--state I");
+  ASSERT_FALSE(i.empty()) << "no idle kernel thread waited in a second (rcu_preempt does many times)";
+  for (uint32_t s : i) EXPECT_EQ(s & 0x402, 0x402u) << s;
+}
+
+TEST(Edges, RefusedInputIsOneLine) {
+  TempDir dir;
+  for (const char* bad : {"--min-block nan", "--min-block inf", "--max-block -inf", "--duration nan",
+                          "--min-block 1e300"}) {
+    auto r = run(kOffwake + " record -o " + dir.file("x") + " " + bad + " -- true");
+    EXPECT_EQ(r.status, 129) << bad;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << bad << ": " << r.err;
+  }
+  // A thread id is not a process id: say which process it belongs to.
+  auto r = run("python3 -c 'import threading,time,sys\nt=threading.Thread(target=time.sleep,args=(3,))\nt.start()\n"
+               "print(t.native_id, flush=True)\nt.join()' > " + dir.file("tid") + " & until [ -s " + dir.file("tid") +
+               " ]; do sleep 0.05; done; " + kOffwake +
+               " record -o " + dir.file("y") + " -p $(cat " + dir.file("tid") + ") --duration 0.1; echo status=$?; wait");
+  EXPECT_NE(r.out.find("status=1"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("is a thread of process"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace offwake::test
