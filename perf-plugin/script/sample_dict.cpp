@@ -42,6 +42,10 @@ PyObject* symbol_dict(const symbolize::Symbol& s) {
 }
 
 const char* state_letters(uint32_t state) {
+  // TASK_IDLE is D|NOLOAD: an idle kernel thread's wait, "I" as ps and --state call it.
+  if ((state & (OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD)) ==
+      (OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD))
+    return "I";
   if (state & 0x2) return "D";
   if (state & 0x1) return "S";
   return "R";
