@@ -19,6 +19,7 @@ Then, for perf offwake (and each --baseline), the time from SIGINT to a complete
 """
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -33,6 +34,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
+PERF_VDSO_TEMP = "/tmp/perf-vdso.so-*"  # perf record's copy of the vDSO (util/vdso.c)
 START = time.monotonic()
 
 
@@ -303,6 +305,7 @@ class RunningTracer:
         self.out = os.path.join(tmp, f"{n}.data")
         self.err = os.path.join(tmp, f"{n}.err")
         ensure_bpf_stats()  # attachment is seen by the programs' run counts
+        self.vdso_before = set(glob.glob(PERF_VDSO_TEMP)) if tracer.kind == "perf" else set()
         with open(self.err, "w") as err:
             self.p = spawn(tracer.command(self.out), subprocess.DEVNULL, err, tracer=True)
         self.prog_ids = set()
@@ -346,6 +349,13 @@ class RunningTracer:
         for f in (self.out, self.out + ".old", self.err):
             if os.path.exists(f):
                 os.remove(f)
+        if self.tracer.kind == "perf" and self.p.returncode != 0:
+            # perf removes its copy of the vDSO at exit, unless it crashed.
+            for f in set(glob.glob(PERF_VDSO_TEMP)) - self.vdso_before:
+                try:
+                    os.remove(f)
+                except OSError:
+                    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,7 +416,7 @@ def overhead_rounds(args, workloads, tracers, tmp):
                 log(f"round {r + 1}/{args.rounds} {w:<8} {t.label:<34} wall {fmt(res['wall']):>8} ns/op"
                     f"  BPF {fmt(res['bpf']):>7} ns/op ({fmt(res['runs'], 2)} runs/op)"
                     f"  recorder CPU {fmt(res['cpu']):>7} ns/op"
-                    + (f"  [other tracers running: {' '.join(res['others'])}]" if res["others"] else ""))
+                    + (f"  [others running: {' '.join(res['others'])}]" if res["others"] else ""))
                 if res.get("stop_error"):
                     log(f"  {res['stop_error']} (figures kept: the workload had ended)")
     return results
@@ -455,8 +465,8 @@ def print_overhead_table(args, workloads, tracers, results):
     disturbed = sum(1 for rs in results.values() for x in rs if x["others"])
     if disturbed:
         names = sorted({re.sub(r"\[\d+\]", "", o) for rs in results.values() for x in rs for o in x["others"]})
-        print(f"note: {disturbed} of {sum(len(rs) for rs in results.values())} runs had other tracers running "
-              f"({', '.join(names)}): wall figures of those runs are disturbed")
+        print(f"note: {disturbed} of {sum(len(rs) for rs in results.values())} runs had other perf, perf-offwake "
+              f"or bpftrace processes running ({', '.join(names)}): wall figures of those runs are disturbed")
 
 
 def print_table(head, rows, left):
@@ -648,7 +658,8 @@ def main():
         tmp = tempfile.mkdtemp(prefix="bench-overhead-")
         others = other_tracers()
         if others:
-            log(f"warning: other tracers are running and will add to every row: {' '.join(others)}")
+            log(f"warning: other perf, perf-offwake or bpftrace processes are running and will add to every "
+                f"row: {' '.join(others)}")
         runs = args.rounds * len(workloads) * len(tracers)
         log(f"{len(workloads)} workloads x {len(tracers)} tracers x {args.rounds} rounds = {runs} runs, "
             f"{args.ops:,} ops each; then {args.keys_rounds} stop-time rounds per perf-offwake")
@@ -656,7 +667,8 @@ def main():
         keys = keys_rounds(args, offwakes, tmp) if args.keys_rounds > 0 else None
         others = other_tracers()
         if others:
-            log(f"warning: other tracers were running at the end: {' '.join(others)}")
+            log(f"warning: other perf, perf-offwake or bpftrace processes were running at the end: "
+                f"{' '.join(others)}")
         print_overhead_table(args, workloads, tracers, results)
         if keys:
             print_keys_table(args, offwakes, *keys)
