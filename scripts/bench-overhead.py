@@ -330,11 +330,17 @@ class RunningTracer:
             time.sleep(0.05)
         time.sleep(settle)
 
-    def stop(self, timeout=300):
-        """SIGINT to the tracer itself; returns (seconds to exit, wait status, rusage)."""
+    def stop(self, timeout=60):
+        """SIGINT to the tracer itself; returns (seconds to exit, wait status, rusage). A tracer
+        still there after 20 s gets a second SIGINT (once, a bpftrace ignored the first one),
+        and after timeout s it is killed."""
         t0 = time.monotonic()
         os.kill(self.p.pid, signal.SIGINT)
-        r = wait_exit(self.p, timeout)
+        r = wait_exit(self.p, min(20, timeout))
+        if r is None and timeout > 20:
+            log(f"{self.tracer.label}: still running 20 s after SIGINT, sending another")
+            os.kill(self.p.pid, signal.SIGINT)
+            r = wait_exit(self.p, timeout - 20)
         if r is None:
             kill_group(self.p)
             raise BenchError(f"{self.tracer.label}: still running {timeout} s after SIGINT (killed)")
@@ -527,7 +533,7 @@ def keys_rounds(args, offwakes, tmp):
                 try:
                     _, wall, _ = run_workload(argv, args.timeout)
                     hwm = read_vm(rt.p.pid, "VmHWM")
-                    stop_s, _, ru = rt.stop()
+                    stop_s, _, ru = rt.stop(300)
                     summary = tail(rt.err, 5)
                     keys = SUMMARY_KEYS.search(summary)
                     mb = SUMMARY_MB.search(summary)
