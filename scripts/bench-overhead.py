@@ -281,19 +281,23 @@ def make_workloads(args):
     return {w: all_[w] for w in wanted}
 
 
-def run_workload(argv, timeout):
-    """Runs a workload to the end; returns (ops, ns per op) from its own output."""
-    p = spawn(argv, subprocess.PIPE, subprocess.PIPE, tracer=False, text=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+def run_workload(argv, timeout, tmp):
+    """Runs a workload to the end; returns (ops, ns per op) from its own output, and its
+    voluntary context switches (its blocks, children included) from wait4."""
+    out_path, err_path = os.path.join(tmp, "workload.out"), os.path.join(tmp, "workload.err")
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        p = spawn(argv, out, err, tracer=False)
+    r = wait_exit(p, timeout)
+    if r is None:
         kill_group(p)
         raise BenchError(f"{' '.join(argv)} took more than {timeout} s")
-    LIVE.pop(p.pid, None)
+    status, ru = r
+    with open(out_path) as f:
+        out = f.read()
     m = re.search(r"(?:ops|handoffs|paths)=(\d+).*ns_per_(?:op|handoff|path)=([\d.]+)", out)
-    if p.returncode != 0 or not m:
-        raise BenchError(f"{' '.join(argv)}: exit status {p.returncode}: {out.strip()} {err.strip()}")
-    return int(m.group(1)), float(m.group(2)), out.strip()
+    if os.waitstatus_to_exitcode(status) != 0 or not m:
+        raise BenchError(f"{' '.join(argv)}: {describe_exit(status)}: {out.strip()} {tail(err_path)}")
+    return int(m.group(1)), float(m.group(2)), ru.ru_nvcsw
 
 
 class RunningTracer:
@@ -373,7 +377,7 @@ def one_run(tracer, argv, tmp, n, args):
     failure in "stop_error"."""
     others = set(other_tracers())
     if tracer.kind == "none":
-        ops, wall, _ = run_workload(argv, args.timeout)
+        ops, wall, switches = run_workload(argv, args.timeout, tmp)
         res = {"wall": wall, "bpf": None, "runs": None, "cpu": None}
     else:
         rt = RunningTracer(tracer, tmp, n, args.settle)
@@ -381,7 +385,7 @@ def one_run(tracer, argv, tmp, n, args):
         try:
             ensure_bpf_stats()
             b0, c0 = bpf_sum(rt.prog_ids), cpu_ns(rt.p.pid)
-            ops, wall, _ = run_workload(argv, args.timeout)
+            ops, wall, switches = run_workload(argv, args.timeout, tmp)
             b1, c1 = bpf_sum(rt.prog_ids), cpu_ns(rt.p.pid)
             try:
                 rt.stop()
@@ -397,6 +401,7 @@ def one_run(tracer, argv, tmp, n, args):
         res = {"wall": wall, "cpu": (c1 - c0) / ops, "stop_error": stop_error,
                "bpf": (b1[0] - b0[0]) / ops if tracer.kind == "bpf" else None,
                "runs": (b1[1] - b0[1]) / ops if tracer.kind == "bpf" else None}
+    res["blocks"] = switches / ops
     res["others"] = sorted(others | set(other_tracers()))
     return res
 
@@ -420,6 +425,7 @@ def overhead_rounds(args, workloads, tracers, tmp):
                 res["round"] = r
                 results[(w, t.label)].append(res)
                 log(f"round {r + 1}/{args.rounds} {w:<8} {t.label:<34} wall {fmt(res['wall']):>8} ns/op"
+                    f" ({res['blocks']:.2f} blocks/op)"
                     f"  BPF {fmt(res['bpf']):>7} ns/op ({fmt(res['runs'], 2)} runs/op)"
                     f"  recorder CPU {fmt(res['cpu']):>7} ns/op"
                     + (f"  [others running: {' '.join(res['others'])}]" if res["others"] else ""))
@@ -441,9 +447,11 @@ def print_overhead_table(args, workloads, tracers, results):
           "(futex64, 64 threads). Issue 8's \"per handoff\" is \"per op\" here.")
     print("ratio = median wall / median untraced wall; range = min-max of each round's wall / that round's "
           "untraced wall.")
-    print("BPF = sum of run_time_ns over the tracer's programs (kernel.bpf_stats_enabled=1); runs = program "
-          "runs. recorder CPU = user+system time of the tracer process. All per op, during the workload.")
-    head = ["workload", "tracer", "wall ns/op", "ratio", "range", "BPF ns/op", "runs/op", "recorder CPU ns/op"]
+    print("blocks = the workload's voluntary context switches (wait4). BPF = sum of run_time_ns over the tracer's "
+          "programs (kernel.bpf_stats_enabled=1); runs = program runs. recorder CPU = user+system time of the "
+          "tracer process. All per op, during the workload.")
+    head = ["workload", "tracer", "wall ns/op", "ratio", "range", "blocks/op", "BPF ns/op", "runs/op",
+            "recorder CPU ns/op"]
     rows = []
     for w in workloads:
         base_rows = results[(w, "none")]
@@ -452,13 +460,13 @@ def print_overhead_table(args, workloads, tracers, results):
         for t in tracers:
             rs = results[(w, t.label)]
             if not rs:
-                rows.append([w, t.label, "failed" if t.failure else "-", "", "", "", "", ""])
+                rows.append([w, t.label, "failed" if t.failure else "-", "", "", "", "", "", ""])
                 continue
             wall = median_of(rs, "wall")
             paired = [x["wall"] / base_by_round[x["round"]] for x in rs if x["round"] in base_by_round]
             rows.append([w, t.label, fmt(wall), f"{wall / base:.2f}" if base else "-",
                          f"{min(paired):.2f}-{max(paired):.2f}" if paired and t.kind != "none" else "",
-                         fmt(median_of(rs, "bpf")), fmt(median_of(rs, "runs"), 2), fmt(median_of(rs, "cpu"))])
+                         fmt(median_of(rs, "blocks"), 2), fmt(median_of(rs, "bpf")), fmt(median_of(rs, "runs"), 2), fmt(median_of(rs, "cpu"))])
     print_table(head, rows, left=2)
     for t in tracers:
         if t.failure:
@@ -531,7 +539,7 @@ def keys_rounds(args, offwakes, tmp):
             try:
                 rt = RunningTracer(t, tmp, f"keys{n}", args.settle)
                 try:
-                    _, wall, _ = run_workload(argv, args.timeout)
+                    _, wall, _ = run_workload(argv, args.timeout, tmp)
                     hwm = read_vm(rt.p.pid, "VmHWM")
                     stop_s, _, ru = rt.stop(300)
                     summary = tail(rt.err, 5)
