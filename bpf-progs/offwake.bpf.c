@@ -132,9 +132,11 @@ struct {
 } stack_traces SEC(".maps");
 
 /* Whole-stack-compared stacks, keyed by OFFWAKE_STORE_ID | hash. The loader sets max_entries
- * and cuts value_size to the stack depth. */
+ * and cuts value_size to the stack depth. Not preallocated: memory follows the stacks seen,
+ * not the capacity (a large one would take seconds to load). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct offwake_stored_stack);
 	__uint(max_entries, 16384);

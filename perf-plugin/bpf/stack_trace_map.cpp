@@ -1,6 +1,7 @@
 #include "bpf/stack_trace_map.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
 
@@ -55,7 +56,46 @@ Result<StackTraceMap> StackTraceMap::from_fds(int stack_trace_fd, int store_fd) 
                        info->max_entries, store_value_size);
 }
 
-Result<std::vector<uint64_t>> StackTraceMap::lookup(uint64_t id) const {
+Result<std::span<const uint64_t>> StackTraceMap::lookup(uint64_t id) const {
+  if ((id & OFFWAKE_STORE_ID) && store_.valid() && !*store_loaded_) {
+    *store_loaded_ = true;
+    OFFWAKE_TRY(preload_store());
+  }
+  if (auto it = cache_->find(id); it != cache_->end()) return std::span<const uint64_t>(it->second);
+  auto frames = read(id);
+  if (!frames) return frames.error();
+  auto [it, fresh] = cache_->emplace(id, std::move(frames).value());
+  return std::span<const uint64_t>(it->second);
+}
+
+Status StackTraceMap::preload_store() const {
+  constexpr __u32 kBatch = 1024;
+  const size_t value = store_value_size_;
+  const uint32_t room = (store_value_size_ - offsetof(offwake_stored_stack, ips)) / sizeof(uint64_t);
+  std::vector<uint64_t> keys(kBatch);
+  std::vector<uint8_t> values(kBatch * value);
+  uint64_t cursor = 0;  // hash maps use a 4-byte bucket cursor
+  void* in_batch = nullptr;
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  for (;;) {
+    __u32 count = kBatch;
+    int err = bpf_map_lookup_batch(store_.get(), in_batch, &cursor, keys.data(), values.data(), &count, &opts);
+    int e = errno;
+    for (__u32 i = 0; i < count; ++i) {
+      offwake_stored_stack st;
+      std::memcpy(&st, values.data() + i * value, value);
+      if (st.nr > room) return Error("stored stack claims " + std::to_string(st.nr) + " frames", EINVAL);
+      cache_->emplace(keys[i], std::vector<uint64_t>(st.ips, st.ips + st.nr));
+    }
+    if (err != 0) {
+      if (e == ENOENT) return ok_status();
+      return Error("reading the stack store", e);
+    }
+    in_batch = &cursor;
+  }
+}
+
+Result<std::vector<uint64_t>> StackTraceMap::read(uint64_t id) const {
   if (id & OFFWAKE_STORE_ID) {
     if (!store_.valid()) return Error("stack " + std::to_string(id) + " is in a stack store that was not given", ENOENT);
     offwake_stored_stack st{};

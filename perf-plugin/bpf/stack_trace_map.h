@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "callchain/stack_ids.h"
@@ -20,8 +22,10 @@ class StackTraceMap final : public StackTraceSource {
   static Result<StackTraceMap> from_fds(int stack_trace_fd, int store_fd);
 
   // Frames of stack `id`, leaf first: a stack_trace entry up to its first zero entry, or
-  // a stored stack's frames.
-  Result<std::vector<uint64_t>> lookup(uint64_t id) const override;
+  // a stored stack's frames. Each id is read from the kernel once: an id names the same stack
+  // for the life of the maps (no BPF_F_REUSE_STACKID; the store never deletes), and a
+  // recording's samples share few stacks among many keys.
+  Result<std::span<const uint64_t>> lookup(uint64_t id) const override;
 
   uint32_t max_depth() const { return max_depth_; }
   uint32_t max_entries() const { return max_entries_; }
@@ -35,8 +39,18 @@ class StackTraceMap final : public StackTraceSource {
         max_entries_(max_entries),
         store_value_size_(store_value_size) {}
 
+  Result<std::vector<uint64_t>> read(uint64_t id) const;
+  // Reads the whole stack store into the cache, in batches: one system call per stack would
+  // take seconds for 100,000 stacks.
+  Status preload_store() const;
+
   UniqueFd fd_;
   UniqueFd store_;
+  // unique_ptr: the map stays movable with its cache.
+  // Node-based: a span handed out stays valid as the cache grows.
+  std::unique_ptr<std::unordered_map<uint64_t, std::vector<uint64_t>>> cache_ =
+      std::make_unique<std::unordered_map<uint64_t, std::vector<uint64_t>>>();
+  std::unique_ptr<bool> store_loaded_ = std::make_unique<bool>(false);
   uint32_t max_depth_;
   uint32_t max_entries_;
   uint32_t store_value_size_;

@@ -19,7 +19,7 @@ StackLosses& StackLosses::operator+=(const StackLosses& o) {
   return *this;
 }
 
-std::vector<uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses) {
+std::span<const uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses) {
   if (id == kNoStack) return {};
   if (id < 0) {
     switch (-id) {
@@ -41,7 +41,7 @@ std::vector<uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses) {
     ++losses.lookup_failed;
     return {};
   }
-  return std::move(frames).value();
+  return *frames;
 }
 
 Callchain CallchainBuilder::build(StackIds ids) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "callchain/callchain.h"
@@ -25,8 +26,8 @@ struct StackIds {
 class StackTraceSource {
  public:
   virtual ~StackTraceSource() = default;
-  // The frames of stack `id` (>= 0), leaf first.
-  virtual Result<std::vector<uint64_t>> lookup(uint64_t id) const = 0;
+  // The frames of stack `id` (>= 0), leaf first; valid as long as the source.
+  virtual Result<std::span<const uint64_t>> lookup(uint64_t id) const = 0;
 };
 
 // Why stacks are missing, per half. Every stack the builder could not produce lands in
@@ -63,7 +64,7 @@ class CallchainBuilder {
   const StackLosses& user_losses() const { return user_losses_; }
 
  private:
-  std::vector<uint64_t> half(int64_t id, StackLosses& losses);
+  std::span<const uint64_t> half(int64_t id, StackLosses& losses);
 
   const StackTraceSource& source_;
   StackLosses kernel_losses_;

@@ -164,7 +164,7 @@ inline bool stack_hits(const std::vector<uint64_t>& frames, const Range& r) {
 inline std::vector<uint64_t> frames_of(const StackTraceMap& map, int64_t id) {
   if (id < 0) return {};
   auto f = map.lookup(static_cast<uint64_t>(id));
-  return f.ok() ? f.value() : std::vector<uint64_t>{};
+  return f.ok() ? std::vector<uint64_t>(f->begin(), f->end()) : std::vector<uint64_t>{};
 }
 
 }  // namespace offwake::bpf

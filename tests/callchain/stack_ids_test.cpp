@@ -18,12 +18,12 @@ class FakeStackTraces : public StackTraceSource {
   std::set<uint64_t> broken;
   mutable std::vector<uint64_t> looked_up;
 
-  Result<std::vector<uint64_t>> lookup(uint64_t id) const override {
+  Result<std::span<const uint64_t>> lookup(uint64_t id) const override {
     looked_up.push_back(id);
     if (broken.count(id)) return Error("looking up stack " + std::to_string(id), EIO);
     auto it = stacks.find(id);
     if (it == stacks.end()) return Error("looking up stack " + std::to_string(id), ENOENT);
-    return it->second;
+    return std::span<const uint64_t>(it->second);
   }
 };
 

@@ -17,10 +17,10 @@ namespace {
 class StackTable : public StackTraceSource {
  public:
   std::map<uint32_t, std::vector<uint64_t>> stacks;
-  Result<std::vector<uint64_t>> lookup(uint64_t id) const override {
+  Result<std::span<const uint64_t>> lookup(uint64_t id) const override {
     auto it = stacks.find(id);
     if (it == stacks.end()) return Error("no stack", ENOENT);
-    return it->second;
+    return std::span<const uint64_t>(it->second);
   }
 };
 
