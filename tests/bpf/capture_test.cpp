@@ -146,8 +146,12 @@ TEST_P(Capture3, LazyAndEagerCaptureAreIdentical) {
   const offwake_counters &none = caps[2].counters, &eager_paid = caps[3].counters;
   EXPECT_TRUE(caps[2].aggregates.empty());
   EXPECT_GE(none.filtered, t.count);
-  EXPECT_EQ(none.stack_captures[OFFWAKE_KERNEL] + none.stack_captures[OFFWAKE_USER], 0u);
-  EXPECT_GE(eager_paid.stack_captures[OFFWAKE_USER], t.count);
+  EXPECT_EQ(none.stack_captures[OFFWAKE_KERNEL], 0u);
+  // A block outside a system call (a page fault waiting for I/O) still has its user stack
+  // walked at switch-out: its registers are not kept until a system call returns. Such
+  // blocks are rare; the workload's own blocks are all system calls.
+  EXPECT_GE(eager_paid.stack_captures[OFFWAKE_USER], 2 * t.count);
+  EXPECT_LT(none.stack_captures[OFFWAKE_USER] * 10, eager_paid.stack_captures[OFFWAKE_USER]);
 }
 
 // Our frame-pointer walk against the kernel's (bpf_get_stackid(BPF_F_USER_STACK)).

@@ -73,7 +73,9 @@ TEST(Edges, EveryChildOfAForkStormIsRecorded) {
 // and printed.
 TEST(Edges, ChildrenBeyondTheTargetSetAreCountedAndPrinted) {
   TempDir dir;
-  Storm s = record_storm(dir, "--process-map-size 20");
+  // Two entries: the command and one child. Children of a batch of 100, each asleep for
+  // 5 ms, overlap (a fork takes well over 50 us here), so most find the set full.
+  Storm s = record_storm(dir, "--process-map-size 2");
   ASSERT_EQ(s.record.status, 0) << s.record.err;
   std::set<uint32_t> children;
   for (const ScriptSample& x : s.samples)
