@@ -84,43 +84,15 @@ struct pt_regs {
 	unsigned long sp;
 } __attribute__((preserve_access_index));
 
+#define TB_WAKER OFFWAKE_TB_WAKER
+#define TB_WAKE_ON_CPU OFFWAKE_TB_WAKE_ON_CPU
+#define TB_DEFER_USER OFFWAKE_TB_DEFER_USER
+#define TB_PENDING OFFWAKE_TB_PENDING
+
 const volatile struct offwake_config cfg = {
 	.state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I,
 	.stack_depth = OFFWAKE_MAX_STACK_DEPTH,
 	.user_stack_limit = 8 << 20,
-};
-
-/* task_block.flags */
-#define TB_WAKER 0x1u        /* a wakeup is recorded */
-#define TB_WAKE_ON_CPU 0x2u  /* ... it came while the task was still on its way into the
-                              * scheduler: it belongs to the block that switch-out starts */
-#define TB_DEFER_USER 0x4u   /* the open block's user stack is walked when its system call returns */
-#define TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
-
-/* What a task left behind when it blocked, and who woke it. */
-struct task_block {
-	__u64 block_ts; /* 0: not blocked (or block not tracked) */
-	__u64 wake_ts;  /* when the recorded waker woke the task */
-	__u32 state;
-	__u32 flags;    /* TB_* */
-	__s64 kern_stack_id; /* of the open block, with --sched-frames (taken at switch-out) */
-	__s64 user_stack_id; /* of the open block, unless TB_DEFER_USER */
-	__u32 waker_flags;
-	__u32 waker_tgid;
-	__u32 waker_tid;
-	__u32 reserved;
-	__u64 waker_ident;
-	__s64 waker_kern_stack_id;
-	__s64 waker_user_stack_id;
-	char comm[OFFWAKE_COMM_LEN];
-	char waker_comm[OFFWAKE_COMM_LEN];
-	/* A finished, kept block waiting for its user stack (TB_PENDING). */
-	struct offwake_key pending;
-	__u64 pending_start;
-	__u64 pending_end;
-	__u64 pending_stamp;
-	__u32 pending_cpu;
-	__u32 pending_reserved;
 };
 
 /* max_entries and value_size (depth * 8) are set by the loader before load. */
@@ -160,7 +132,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct task_block);
+	__type(value, struct offwake_task_block);
 } task_blocks SEC(".maps");
 
 /* Filled by the loader after load, before attach; grown by follow_forks, pruned at exit. */
@@ -661,14 +633,14 @@ static __always_inline void emit(struct offwake_key *key, __u64 start, __u64 end
 		aggregate(key, end - start, stamp, c);
 }
 
-static __always_inline void clear_waker(struct task_block *b)
+static __always_inline void clear_waker(struct offwake_task_block *b)
 {
 	b->flags &= ~(TB_WAKER | TB_WAKE_ON_CPU);
 }
 
 /* Whether b's recorded wakeup ended the open block: it came during the block, or while the
  * task was on its way into the scheduler to start it. */
-static __always_inline int waker_of_block(struct task_block *b)
+static __always_inline int waker_of_block(struct offwake_task_block *b)
 {
 	return (b->flags & TB_WAKER) && ((b->flags & TB_WAKE_ON_CPU) || b->wake_ts >= b->block_ts);
 }
@@ -677,7 +649,7 @@ static __always_inline int waker_of_block(struct task_block *b)
  * kernel stack `kern`, and the recorded waker if `with_waker`. Emitted now, or parked in b->pending until its user stack is walked.
  * A block with no wakeup of its own gets `no_waker`: OFFWAKE_WAKER_NONE (a missed wakeup)
  * or OFFWAKE_WAKER_STILL_BLOCKED (the recording stopped first). */
-static __always_inline void finish_block(struct task_struct *t, struct task_block *b, __u64 end, __s64 kern,
+static __always_inline void finish_block(struct task_struct *t, struct offwake_task_block *b, __u64 end, __s64 kern,
 					 int with_waker, __u32 no_waker, struct offwake_counters *c)
 {
 	struct offwake_key *key = &b->pending;
@@ -726,7 +698,7 @@ static __always_inline void finish_block(struct task_struct *t, struct task_bloc
 }
 
 /* The parked block gets user stack `user` and is emitted. */
-static __always_inline void emit_pending(struct task_block *b, __s64 user, struct offwake_counters *c)
+static __always_inline void emit_pending(struct offwake_task_block *b, __s64 user, struct offwake_counters *c)
 {
 	b->flags &= ~TB_PENDING;
 	__sync_fetch_and_add(&parked, -1);
@@ -735,7 +707,7 @@ static __always_inline void emit_pending(struct task_block *b, __s64 user, struc
 }
 
 /* Whether a block of this length so far is dropped by the duration filters; counted. */
-static __always_inline int filtered_out(struct task_block *b, __u64 delta, struct offwake_counters *c)
+static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delta, struct offwake_counters *c)
 {
 	if (duration_kept(delta))
 		return 0;
@@ -751,7 +723,7 @@ static __always_inline int filtered_out(struct task_block *b, __u64 delta, struc
  * block ended at its recorded wakeup if there was one, else now (an upper bound). Its kernel
  * stack is gone (unless taken at switch-out, --sched-frames), and so is a deferred user
  * stack: the task may have left that system call since. */
-static __always_inline void end_missed_block(struct task_struct *cur, struct task_block *b, __u64 now,
+static __always_inline void end_missed_block(struct task_struct *cur, struct offwake_task_block *b, __u64 now,
 					     struct offwake_counters *c)
 {
 	__s64 kern = b->kern_stack_id;
@@ -783,7 +755,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 				       __u64 now)
 {
 	struct offwake_counters *c = cpu_counters();
-	struct task_block *b;
+	struct offwake_task_block *b;
 	int blocks;
 
 	b = bpf_task_storage_get(&task_blocks, prev, 0, 0);
@@ -838,7 +810,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
 	struct offwake_counters *c;
-	struct task_block *b;
+	struct offwake_task_block *b;
 	__s64 kern;
 
 	b = bpf_task_storage_get(&task_blocks, next, 0, 0);
@@ -901,7 +873,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 {
 	struct offwake_counters *c;
 	struct task_struct *cur;
-	struct task_block *b;
+	struct offwake_task_block *b;
 	__u64 now, so_far;
 	__u32 irq, on_cpu;
 	int stacks;
@@ -980,7 +952,7 @@ int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
 {
 	struct task_struct *cur;
 	struct offwake_counters *c;
-	struct task_block *b;
+	struct offwake_task_block *b;
 
 	if (!parked)
 		return 0;
@@ -998,7 +970,7 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(offwake_exec, struct task_struct *p)
 {
 	struct offwake_counters *c;
-	struct task_block *b;
+	struct offwake_task_block *b;
 
 	b = bpf_task_storage_get(&task_blocks, p, 0, 0);
 	if (!b || !(b->flags & (TB_PENDING | TB_DEFER_USER)))
@@ -1069,7 +1041,7 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
 	struct offwake_counters *c;
-	struct task_block *b;
+	struct offwake_task_block *b;
 	__s64 kern;
 
 	if (!task || !stop_ns)

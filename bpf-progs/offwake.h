@@ -202,4 +202,38 @@ struct offwake_stored_stack {
 	__u64 ips[OFFWAKE_MAX_STACK_DEPTH]; /* leaf first; the map's value_size cuts this to the depth */
 };
 
+/* task_block.flags */
+#define OFFWAKE_TB_WAKER 0x1u        /* a wakeup is recorded */
+#define OFFWAKE_TB_WAKE_ON_CPU 0x2u  /* ... it came while the task was still on its way into the
+                              * scheduler: it belongs to the block that switch-out starts */
+#define OFFWAKE_TB_DEFER_USER 0x4u   /* the open block's user stack is walked when its system call returns */
+#define OFFWAKE_TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
+
+/* What a task left behind when it blocked, and who woke it: the value of the task_blocks
+ * task storage map. Shared so that tests can set a task's state from user space. */
+struct offwake_task_block {
+	__u64 block_ts; /* 0: not blocked (or block not tracked) */
+	__u64 wake_ts;  /* when the recorded waker woke the task */
+	__u32 state;
+	__u32 flags;    /* OFFWAKE_TB_* */
+	__s64 kern_stack_id; /* of the open block, with --sched-frames (taken at switch-out) */
+	__s64 user_stack_id; /* of the open block, unless OFFWAKE_TB_DEFER_USER */
+	__u32 waker_flags;
+	__u32 waker_tgid;
+	__u32 waker_tid;
+	__u32 reserved;
+	__u64 waker_ident;
+	__s64 waker_kern_stack_id;
+	__s64 waker_user_stack_id;
+	char comm[OFFWAKE_COMM_LEN];
+	char waker_comm[OFFWAKE_COMM_LEN];
+	/* A finished, kept block waiting for its user stack (OFFWAKE_TB_PENDING). */
+	struct offwake_key pending;
+	__u64 pending_start;
+	__u64 pending_end;
+	__u64 pending_stamp;
+	__u32 pending_cpu;
+	__u32 pending_reserved;
+};
+
 #endif /* OFFWAKE_H */

@@ -320,6 +320,7 @@ int OffwakeBpf::counters_fd() const { return bpf_map__fd(skel_->maps.counters); 
 int OffwakeBpf::stack_traces_fd() const { return bpf_map__fd(skel_->maps.stack_traces); }
 int OffwakeBpf::stack_store_fd() const { return bpf_map__fd(skel_->maps.stack_store); }
 int OffwakeBpf::target_tgids_fd() const { return bpf_map__fd(skel_->maps.target_tgids); }
+int OffwakeBpf::task_blocks_fd() const { return bpf_map__fd(skel_->maps.task_blocks); }
 int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
 
 }  // namespace offwake::bpf

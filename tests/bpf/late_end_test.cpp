@@ -1,0 +1,194 @@
+// The rules for a block whose switch-in was never traced (a late end), driven through the
+// real programs: the test writes a task's BPF task storage from user space (key: a pidfd) as
+// if such a block were open, then lets the task block for real, so that the programs end the
+// crafted block at the task's next switch-out.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <gtest/gtest.h>
+
+#include <sched.h>
+
+#include <cstring>
+#include <functional>
+
+#include "bpf/offwake_loader.h"
+#include "util/fd.h"
+
+namespace offwake::bpf {
+namespace {
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+}
+
+// A child that waits for start(), runs on the CPU until stop_spinning(), then blocks reading
+// a pipe until released.
+class SpinThenBlock {
+ public:
+  SpinThenBlock() {
+    int go[2], stop[2], done[2];
+    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(stop, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done, O_CLOEXEC) != 0)
+      return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      char c;
+      if (read(go[0], &c, 1) != 1) _exit(2);
+      while (read(stop[0], &c, 1) != 1) {  // non-blocking: spins on the CPU
+      }
+      _exit(read(done[0], &c, 1) == 1 ? 0 : 1);
+    }
+    close(go[0]);
+    close(stop[0]);
+    close(done[0]);
+    start_.reset(go[1]);
+    stop_.reset(stop[1]);
+    release_.reset(done[1]);
+  }
+  ~SpinThenBlock() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  bool start() { return write(start_.get(), "x", 1) == 1; }
+  bool stop_spinning() { return write(stop_.get(), "x", 1) == 1; }
+  int release_and_wait() {
+    int status = -1;
+    if (write(release_.get(), "x", 1) != 1) return -1;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  UniqueFd start_, stop_, release_;
+};
+
+struct Outcome {
+  std::vector<Aggregate> crafted;  // the aggregates of the crafted block (its comm)
+  offwake_counters counters{};
+};
+
+// Runs a SpinThenBlock child under the programs and, while it spins, gives it the state
+// `make(now)` makes. The child runs SCHED_FIFO, so that nothing preempts it while it spins:
+// its next switch is then the switch-out of its read(), where the programs find the crafted
+// block open (a preempted, runnable task would be switched in first, which ends a block).
+void run_with_state(const std::function<offwake_task_block(uint64_t now)>& make, Outcome* out) {
+  SpinThenBlock child;
+  ASSERT_GT(child.pid(), 0);
+  sched_param fifo{};
+  fifo.sched_priority = 1;
+  ASSERT_EQ(sched_setscheduler(child.pid(), SCHED_FIFO, &fifo), 0) << strerror(errno);
+  LoaderOptions o;
+  o.tgids = {static_cast<uint32_t>(child.pid())};
+  auto bpf = OffwakeBpf::load(o);
+  ASSERT_TRUE(bpf.ok()) << bpf.error().message();
+  ASSERT_TRUE(bpf->attach().ok());
+  ASSERT_TRUE(child.start());
+  usleep(20'000);  // the child is spinning: on a CPU, not blocked, until told to stop
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, child.pid(), 0)));
+  ASSERT_TRUE(pidfd.valid());
+  int key = pidfd.get();
+  offwake_task_block state = make(monotonic_ns());
+  ASSERT_EQ(bpf_map_update_elem(bpf->task_blocks_fd(), &key, &state, BPF_ANY), 0) << strerror(errno);
+  ASSERT_TRUE(child.stop_spinning());
+  usleep(100'000);  // it blocks in read(): its switch-out ends the crafted block
+  int status = child.release_and_wait();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  bpf->detach();
+  auto aggs = bpf->read_aggregates();
+  ASSERT_TRUE(aggs.ok());
+  for (const Aggregate& a : *aggs)
+    if (comm_string(a.key.comm) == "crafted-block") out->crafted.push_back(a);
+  auto c = bpf->read_counters();
+  ASSERT_TRUE(c.ok());
+  out->counters = *c;
+}
+
+offwake_task_block open_block(uint64_t block_ts) {
+  offwake_task_block b{};
+  b.block_ts = block_ts;
+  b.state = OFFWAKE_STATE_INTERRUPTIBLE;
+  b.kern_stack_id = OFFWAKE_NO_STACK;
+  b.user_stack_id = OFFWAKE_NO_STACK;
+  std::strcpy(b.comm, "crafted-block");
+  b.waker_tgid = b.waker_tid = 4242;
+  std::strcpy(b.waker_comm, "crafted-waker");
+  b.waker_kern_stack_id = b.waker_user_stack_id = OFFWAKE_NO_STACK;
+  return b;
+}
+
+// A wakeup recorded during the open block ended it: the late end is dated at that wakeup,
+// to the nanosecond, and names that waker.
+TEST(LateEnd, IsDatedAtItsOwnWakeupAndNamesItsWaker) {
+  uint64_t start = 0;
+  Outcome out;
+  ASSERT_NO_FATAL_FAILURE(run_with_state(
+      [&](uint64_t now) {
+        start = now - 10'000'000;
+        offwake_task_block b = open_block(start);
+        b.flags = OFFWAKE_TB_WAKER;
+        b.wake_ts = start + 5'000'000;
+        return b;
+      },
+      &out));
+  ASSERT_EQ(out.crafted.size(), 1u);
+  const Aggregate& a = out.crafted[0];
+  EXPECT_EQ(a.value.count, 1u);
+  EXPECT_EQ(a.value.total_ns, 5'000'000u);
+  EXPECT_EQ(a.value.last_ns, start + 5'000'000);
+  EXPECT_EQ(a.key.waker_tid, 4242u);
+  EXPECT_EQ(comm_string(a.key.waker_comm), "crafted-waker");
+  EXPECT_EQ(a.key.kern_stack_id, -OFFWAKE_ERR_NOT_TRACED);  // its kernel stack is gone
+  EXPECT_GE(out.counters.late_ends, 1u);
+}
+
+// A wakeup that came while the task was already on a CPU again (on its way into the next
+// block) is not the waker of the block whose switch-in was missed: that one ends without a
+// waker, counted, never with the next block's waker (issue: stale waker on a late end).
+TEST(LateEnd, NeverTakesTheWakerOfTheNextBlock) {
+  Outcome out;
+  ASSERT_NO_FATAL_FAILURE(run_with_state(
+      [](uint64_t now) {
+        offwake_task_block b = open_block(now - 10'000'000);
+        b.flags = OFFWAKE_TB_WAKER | OFFWAKE_TB_WAKE_ON_CPU;
+        b.wake_ts = now - 1'000'000;
+        return b;
+      },
+      &out));
+  ASSERT_EQ(out.crafted.size(), 1u);
+  const Aggregate& a = out.crafted[0];
+  EXPECT_EQ(a.key.waker_flags, OFFWAKE_WAKER_NONE);
+  EXPECT_EQ(a.key.waker_tid, 0u);
+  EXPECT_GT(a.value.total_ns, 9'000'000u);  // ended when the task was seen running, not at that wakeup
+  EXPECT_GE(out.counters.missed_wakeups, 1u);
+}
+
+// A wakeup older than the open block (left over from before it) is not its waker either.
+TEST(LateEnd, IgnoresAWakeupOlderThanTheBlock) {
+  Outcome out;
+  ASSERT_NO_FATAL_FAILURE(run_with_state(
+      [](uint64_t now) {
+        offwake_task_block b = open_block(now - 10'000'000);
+        b.flags = OFFWAKE_TB_WAKER;
+        b.wake_ts = now - 11'000'000;
+        return b;
+      },
+      &out));
+  ASSERT_EQ(out.crafted.size(), 1u);
+  EXPECT_EQ(out.crafted[0].key.waker_flags, OFFWAKE_WAKER_NONE);
+  EXPECT_EQ(out.crafted[0].key.waker_tid, 0u);
+}
+
+}  // namespace
+}  // namespace offwake::bpf
