@@ -8,8 +8,11 @@
 
 namespace offwake::bpf {
 
-Result<std::vector<Aggregate>> read_aggregates(int map_fd) {
-  // In batches: two system calls per key would take seconds for 100,000 keys.
+namespace {
+
+// Every bucket, in batches (two system calls per key would take seconds for 100,000 keys),
+// each deleted as it is read when `remove`.
+Result<std::vector<Aggregate>> batch_aggregates(int map_fd, bool remove) {
   constexpr __u32 kBatch = 4096;
   std::vector<Aggregate> out;
   std::vector<offwake_key> keys(kBatch);
@@ -19,40 +22,25 @@ Result<std::vector<Aggregate>> read_aggregates(int map_fd) {
   LIBBPF_OPTS(bpf_map_batch_opts, opts);
   for (;;) {
     __u32 count = kBatch;
-    int err = bpf_map_lookup_batch(map_fd, in_batch, &out_batch, keys.data(), values.data(), &count, &opts);
+    int err = remove ? bpf_map_lookup_and_delete_batch(map_fd, in_batch, &out_batch, keys.data(), values.data(),
+                                                       &count, &opts)
+                     : bpf_map_lookup_batch(map_fd, in_batch, &out_batch, keys.data(), values.data(), &count, &opts);
     int e = errno;
     for (__u32 i = 0; i < count; ++i) out.push_back({keys[i], values[i]});
     if (err != 0) {
       if (e == ENOENT) break;  // no more buckets
-      return Error("reading aggregation map", e);
+      return Error(remove ? "draining aggregation map" : "reading aggregation map", e);
     }
     in_batch = &out_batch;
   }
   return out;
 }
 
-Result<std::vector<Aggregate>> drain_aggregates(int map_fd) {
-  constexpr __u32 kBatch = 256;
-  std::vector<Aggregate> out;
-  std::vector<offwake_key> keys(kBatch);
-  std::vector<offwake_value> values(kBatch);
-  offwake_key out_batch{};  // hash maps use a 4-byte bucket cursor; a key is larger
-  void* in_batch = nullptr;
-  LIBBPF_OPTS(bpf_map_batch_opts, opts);
-  for (;;) {
-    __u32 count = kBatch;
-    int err = bpf_map_lookup_and_delete_batch(map_fd, in_batch, &out_batch, keys.data(),
-                                              values.data(), &count, &opts);
-    int e = errno;
-    for (__u32 i = 0; i < count; ++i) out.push_back({keys[i], values[i]});
-    if (err != 0) {
-      if (e == ENOENT) break;  // no more buckets
-      return Error("draining aggregation map", e);
-    }
-    in_batch = &out_batch;
-  }
-  return out;
-}
+}  // namespace
+
+Result<std::vector<Aggregate>> read_aggregates(int map_fd) { return batch_aggregates(map_fd, false); }
+
+Result<std::vector<Aggregate>> drain_aggregates(int map_fd) { return batch_aggregates(map_fd, true); }
 
 Result<offwake_counters> read_counters(int map_fd) {
   static_assert(sizeof(offwake_counters) % sizeof(uint64_t) == 0);
