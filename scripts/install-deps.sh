@@ -49,4 +49,6 @@ fi
 if [ "$(id -u)" -eq 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 fi
+# perf 6.12, the second reader of the end-to-end tests (Debian's perf is 6.1); cached in $prefix.
+bash "$top/scripts/build-perf612.sh" "$prefix"
 echo "install-deps: ok"

@@ -22,6 +22,25 @@ bool ScriptSample::has_kernel_frames() const {
   return false;
 }
 
+const ScriptFrame* ScriptSample::user_leaf() const {
+  for (const auto& f : frames)
+    if (!f.kernel()) return &f;
+  return nullptr;
+}
+
+// "12345.678901234:" as nanoseconds; false if it is not a time.
+static bool parse_time(const std::string& t, uint64_t& ns) {
+  auto dot = t.find('.');
+  if (t.size() < 3 || t.back() != ':' || dot == std::string::npos || dot == 0) return false;
+  std::string sec = t.substr(0, dot), frac = t.substr(dot + 1, t.size() - dot - 2);
+  if (frac.empty() || frac.size() > 9 || sec.find_first_not_of("0123456789") != std::string::npos ||
+      frac.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  frac.append(9 - frac.size(), '0');
+  ns = std::stoull(sec) * 1'000'000'000ull + std::stoull(frac);
+  return true;
+}
+
 std::vector<ScriptSample> parse_perf_script(const std::string& text) {
   std::vector<ScriptSample> out;
   std::istringstream in(text);
@@ -40,7 +59,7 @@ std::vector<ScriptSample> parse_perf_script(const std::string& text) {
       out.back().frames.push_back(frame);
       continue;
     }
-    // "comm with spaces  PID/TID  PERIOD  event:" read from the right.
+    // "comm with spaces  PID/TID  [TIME:]  PERIOD  event:" read from the right.
     std::vector<std::string> tok;
     std::istringstream h(line);
     for (std::string t; h >> t;) tok.push_back(t);
@@ -48,11 +67,16 @@ std::vector<ScriptSample> parse_perf_script(const std::string& text) {
     ScriptSample s;
     s.event = tok.back().substr(0, tok.back().size() - 1);
     s.period = std::stoull(tok[tok.size() - 2]);
-    const std::string& ids = tok[tok.size() - 3];
+    size_t at = tok.size() - 3;  // PID/TID, or the time before it
+    if (at > 0 && parse_time(tok[at], s.time_ns)) {
+      s.has_time = true;
+      --at;
+    }
+    const std::string& ids = tok[at];
     auto slash = ids.find('/');
     s.pid = static_cast<uint32_t>(std::stoul(ids.substr(0, slash)));
     s.tid = static_cast<uint32_t>(std::stoul(ids.substr(slash + 1)));
-    for (size_t i = 0; i + 3 < tok.size(); ++i) s.comm += (i ? " " : "") + tok[i];
+    for (size_t i = 0; i < at; ++i) s.comm += (i ? " " : "") + tok[i];
     out.push_back(std::move(s));
   }
   return out;
@@ -80,6 +104,29 @@ std::vector<Truth> parse_truth(const std::string& text) {
   }
   return out;
 }
+
+std::vector<Identity> parse_identity(const std::string& text) {
+  std::vector<Identity> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("identity ", 0) != 0) continue;
+    Identity id;
+    std::istringstream f(line.substr(9));
+    for (std::string kv; f >> kv;) {
+      auto eq = kv.find('=');
+      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      if (k == "tid") id.tid = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "comm") id.comm = v;
+      else if (k == "from_ns") id.from_ns = std::stoull(v);
+      else if (k == "to_ns") id.to_ns = std::stoull(v);
+    }
+    out.push_back(id);
+  }
+  return out;
+}
+
+std::string perf612_path() { return OFFWAKE_DEPS_PREFIX "/perf-6.12/perf"; }
 
 uint64_t summary_count(const std::string& record_stderr, const std::string& tail) {
   auto at = record_stderr.find(tail);

@@ -1,5 +1,6 @@
-// Parses what the real `perf script -F comm,pid,tid,period,event,ip,sym` prints, and the
-// "truth" lines the test workloads print about themselves.
+// Parses what the real `perf script -F comm,pid,tid,period,event,ip,sym` prints (also with
+// `time` after `tid`), and the "truth" and "identity" lines the test workloads print about
+// themselves.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +19,21 @@ struct ScriptFrame {
   bool kernel() const { return ip >= 0xffff800000000000ull; }
 };
 
+// With `time` among the fields, and --ns.
+inline constexpr const char* kPerfScriptTimedFields = "-F comm,pid,tid,time,period,event,ip,sym --ns";
+
 struct ScriptSample {
   std::string comm;
   uint32_t pid = 0, tid = 0;
+  bool has_time = false;
+  uint64_t time_ns = 0;  // perf's "SECONDS.NANOSECONDS:", as nanoseconds
   uint64_t period = 0;
   std::string event;
   std::vector<ScriptFrame> frames;  // leaf first
   bool has_frame(const std::string& sym) const;
   bool has_user_frames() const;
   bool has_kernel_frames() const;
+  const ScriptFrame* user_leaf() const;  // the first user frame, or nullptr
 };
 
 std::vector<ScriptSample> parse_perf_script(const std::string& text);
@@ -38,6 +45,20 @@ struct Truth {
   uint64_t blocked_ns = 0, count = 0;
 };
 std::vector<Truth> parse_truth(const std::string& text);
+
+// "identity tid=T comm=C from_ns=A to_ns=B": thread T had the name C (and its binary) over
+// at least [A, B], CLOCK_MONOTONIC, the clock of our perf.data timestamps.
+struct Identity {
+  uint32_t tid = 0;
+  std::string comm;
+  uint64_t from_ns = 0, to_ns = 0;
+};
+std::vector<Identity> parse_identity(const std::string& text);
+
+// Debian's perf is 6.1. perf 6.12, a second reader, is built by scripts/build-perf612.sh into
+// the deps prefix (OFFWAKE_DEPS_PREFIX); `make -f Makefile.perf test` builds it first.
+inline constexpr const char* kDebianPerf = "/usr/bin/perf";
+std::string perf612_path();
 
 // "N blocks without a waker" from perf offwake record's summary: wakeups the kernel never
 // traced (see late_ends in bpf-progs/offwake.bpf.c). Those blocks are kept, with the waker

@@ -5,13 +5,23 @@
  *   truth tid=T function=F blocked_ns=N count=C waker_tid=W waker_function=G
  *
  * blocked_ns sums CLOCK_MONOTONIC around each blocking call that blocked; count counts them.
- * waker_tid=0 with waker_function=[hardirq] means an interrupt (a timer) woke the thread. */
+ * waker_tid=0 with waker_function=[hardirq] means an interrupt (a timer) woke the thread.
+ *
+ * Workloads whose threads change identity (comm, binary, or a pid that is reused) also print
+ *
+ *   identity tid=T comm=C from_ns=A to_ns=B
+ *
+ * where [A, B] (CLOCK_MONOTONIC) lies inside the time the thread T had the name C and ran the
+ * binary the workload names: A is read after the identity began, B before it ended, and every
+ * block the workload reports under that identity lies inside. */
 #ifndef WL_COMMON_H
 #define WL_COMMON_H
 
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +54,18 @@ static inline int wl_gettid(void)
 	return (int)syscall(SYS_gettid);
 }
 
+/* Sleeps MS milliseconds with clock_nanosleep issued inline, so that the caller (the function
+ * this is inlined into) is the user leaf; returns the time blocked. */
+static inline __attribute__((always_inline)) uint64_t wl_block_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	uint64_t t0 = wl_now_ns();
+
+	if (wl_syscall4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (long)&ts, 0) != 0)
+		exit(2);
+	return wl_now_ns() - t0;
+}
+
 /* A plain sleep for the waking side; its stack does not matter. */
 static inline void wl_pause_ms(long ms)
 {
@@ -59,6 +81,57 @@ static inline void wl_print_truth(int tid, const char *function, uint64_t blocke
 	printf("truth tid=%d function=%s blocked_ns=%llu count=%ld waker_tid=%d waker_function=%s\n",
 	       tid, function, (unsigned long long)blocked_ns, count, waker_tid, waker_function);
 	fflush(stdout);
+}
+
+static inline void wl_print_identity(int tid, const char *comm, uint64_t from_ns, uint64_t to_ns)
+{
+	printf("identity tid=%d comm=%s from_ns=%llu to_ns=%llu\n", tid, comm,
+	       (unsigned long long)from_ns, (unsigned long long)to_ns);
+	fflush(stdout);
+}
+
+#ifdef _GNU_SOURCE /* sched_getcpu, CPU_SET */
+/* Keeps the calling thread, and the threads and processes it starts later, on the CPU it is
+ * on now. */
+static inline void wl_pin_to_this_cpu(void)
+{
+	cpu_set_t set;
+	int cpu = sched_getcpu();
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu < 0 ? 0 : cpu, &set);
+	if (sched_setaffinity(0, sizeof set, &set) != 0) {
+		perror("sched_setaffinity");
+		exit(7);
+	}
+}
+
+/* Makes the calling thread SCHED_FIFO: on a CPU shared with SCHED_OTHER threads, a thread it
+ * wakes does not run before it blocks or exits. Needs CAP_SYS_NICE. */
+static inline void wl_become_fifo(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+		perror("sched_setscheduler(SCHED_FIFO)");
+		exit(7);
+	}
+}
+#endif /* _GNU_SOURCE */
+
+/* PATH becomes the file NAME in the directory of this executable. */
+static inline void wl_sibling(char *path, size_t size, const char *name)
+{
+	ssize_t n = readlink("/proc/self/exe", path, size - 1);
+	char *slash;
+
+	if (n <= 0)
+		exit(4);
+	path[n] = 0;
+	slash = strrchr(path, '/');
+	if (!slash || (size_t)(slash + 1 - path) + strlen(name) + 1 > size)
+		exit(4);
+	strcpy(slash + 1, name);
 }
 
 /* "-n COUNT -m MILLISECONDS" */
