@@ -601,8 +601,8 @@ static __always_inline void aggregate(struct offwake_key *key, __u64 delta, __u6
 }
 
 /* Timeline mode: the block as one event. A full ring buffer loses it, counted. */
-static __always_inline void send_event(const struct offwake_key *key, __u64 start, __u64 end, __u32 cpu,
-				       struct offwake_counters *c)
+static __always_inline void send_event(const struct offwake_key *key, __u64 start, __u64 end, __u64 stamp,
+				       __u32 cpu, struct offwake_counters *c)
 {
 	struct offwake_event *e;
 
@@ -617,6 +617,7 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 	__builtin_memcpy(&e->key, key, sizeof(e->key));
 	e->start_ns = start;
 	e->end_ns = end;
+	e->stamp_ns = stamp;
 	e->cpu = cpu;
 	e->reserved = 0;
 	/* Default wakeup policy: the reader is woken only when it has caught up. */
@@ -628,7 +629,7 @@ static __always_inline void emit(struct offwake_key *key, __u64 start, __u64 end
 				 struct offwake_counters *c)
 {
 	if (cfg.timeline)
-		send_event(key, start, end, cpu, c);
+		send_event(key, start, end, stamp, cpu, c);
 	else
 		aggregate(key, end - start, stamp, c);
 }

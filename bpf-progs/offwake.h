@@ -104,6 +104,8 @@ struct offwake_event {
 	struct offwake_key key;
 	__u64 start_ns; /* switch-out */
 	__u64 end_ns;   /* switch-in, or the late end (see late_ends) */
+	__u64 stamp_ns; /* the sample's time: the wakeup (both threads were who the key says
+	                 * then; the waker may be gone by the end), or the start if none */
 	__u32 cpu;      /* CPU on which the end was seen */
 	__u32 reserved;
 };

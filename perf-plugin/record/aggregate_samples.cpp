@@ -66,7 +66,7 @@ std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::conv
 
 std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::convert(const offwake_event& e) {
   const uint64_t ns = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
-  bpf::Aggregate one{e.key, offwake_value{ns, 1, ns, e.end_ns}};
+  bpf::Aggregate one{e.key, offwake_value{ns, 1, ns, e.stamp_ns}};
   auto samples = convert(one, e.end_ns);
   samples.first.cpu = samples.second.cpu = e.cpu;
   return samples;

@@ -40,7 +40,8 @@ class AggregateSamples {
   // last_ns (a time both threads had the key's identity), or `fallback_time` without one.
   std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const bpf::Aggregate& a,
                                                                     uint64_t fallback_time);
-  // The same for one block of --timeline: stamped with its end, on the CPU where it ended.
+  // The same for one block of --timeline: stamped with its wakeup (or its start without one),
+  // on the CPU where it ended.
   std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const offwake_event& e);
 
   // Stacks that could not be had, per half, over blocked and waker stacks alike.

@@ -138,6 +138,10 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
   for (const offwake_event& e : run.events) {
     SCOPED_TRACE(describe(e));
     EXPECT_LT(e.start_ns, e.end_ns);
+    // Stamped at the wakeup: within the block (or a hair before its start, for a wakeup that
+    // came while the thread was still on its way into the scheduler).
+    EXPECT_LE(e.stamp_ns, e.end_ns);
+    EXPECT_GE(e.stamp_ns + 1'000'000, e.start_ns);
     EXPECT_GE(e.start_ns, run.attach_ns);
     EXPECT_LE(e.end_ns, run.detach_ns);
     EXPECT_LT(e.cpu, static_cast<uint32_t>(ncpus));
