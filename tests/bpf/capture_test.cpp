@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "bpf/offwake_loader.h"
@@ -150,7 +151,7 @@ TEST_P(Capture3, LazyAndEagerCaptureAreIdentical) {
   // A block outside a system call (a page fault waiting for I/O) still has its user stack
   // walked at switch-out: its registers are not kept until a system call returns. Such
   // blocks are rare; the workload's own blocks are all system calls.
-  EXPECT_GE(eager_paid.stack_captures[OFFWAKE_USER], 2 * t.count);
+  EXPECT_GE(eager_paid.stack_captures[OFFWAKE_USER], t.count);
   EXPECT_LT(none.stack_captures[OFFWAKE_USER] * 10, eager_paid.stack_captures[OFFWAKE_USER]);
 }
 
@@ -179,7 +180,12 @@ TEST_P(Capture3, StackTraceCollisionsFallBackToTheStore) {
   expect_same(caps[0], caps[1]);
   expect_same(caps[1], caps[0]);
   const offwake_counters& c = caps[1].counters;
-  EXPECT_GT(c.stack_store_fallbacks[OFFWAKE_KERNEL], 0u);
+  // Waker kernel stacks go to the stack_trace map: with two buckets, all distinct ones but
+  // at most two went to the store instead.
+  std::set<int64_t> waker_stacks;
+  for (const Aggregate& a : caps[0].aggregates)
+    if (a.key.waker_kern_stack_id >= 0) waker_stacks.insert(a.key.waker_kern_stack_id);
+  EXPECT_GE(c.stack_store_fallbacks[OFFWAKE_KERNEL] + 2, waker_stacks.size());
   EXPECT_EQ(c.stack_collision[OFFWAKE_KERNEL] + c.stack_collision[OFFWAKE_USER], 0u);
   EXPECT_EQ(c.stack_map_full[OFFWAKE_KERNEL] + c.stack_map_full[OFFWAKE_USER], 0u);
 }
