@@ -93,10 +93,11 @@ std::string describe(const Key& k) {
   return s.str();
 }
 
-// The two captures hold the same keys with the same counts; times agree within 0.1% plus 20 us
+// The two captures hold the same keys with the same counts; times agree within 1% plus 500 us
 // a block: the programs of the two captures run one after the other at each tracepoint, so
-// each reads the clock after the other's work there (microseconds, more under load), and
-// that work differs between switch-out and switch-in.
+// each reads the clock after the other's work there (microseconds), and on this
+// paravirtualised machine the virtual CPU is now and then taken away between the two for
+// a few hundred microseconds. A block counted twice or lost would be 20 ms off.
 void expect_same(const Capture& a, const Capture& b) {
   auto kallsyms = Kallsyms::load();
   ASSERT_TRUE(kallsyms.ok());
@@ -108,7 +109,7 @@ void expect_same(const Capture& a, const Capture& b) {
     ASSERT_NE(it, mb.end()) << "a stack of the first capture is missing from the second";
     EXPECT_EQ(s.count, it->second.count);
     EXPECT_LT(std::fabs(static_cast<double>(s.ns) - static_cast<double>(it->second.ns)),
-              1e-3 * static_cast<double>(s.ns) + 20000.0 * static_cast<double>(s.count))
+              1e-2 * static_cast<double>(s.ns) + 500000.0 * static_cast<double>(s.count))
         << s.ns << " vs " << it->second.ns;
   }
   EXPECT_EQ(ma.size(), mb.size());
