@@ -664,7 +664,8 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 	key->kern_stack_id = kern;
 	key->user_stack_id = b->user_stack_id;
 	key->state = b->state;
-	__builtin_memcpy(key->comm, b->comm, sizeof(key->comm));
+	/* The comm at the end of the block: the thread could not rename itself while blocked. */
+	__builtin_memcpy(key->comm, t->comm, sizeof(key->comm));
 	if (with_waker) {
 		key->waker_flags = b->waker_flags;
 		key->waker_tgid = b->waker_tgid;
@@ -788,7 +789,6 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	if (!(b->flags & TB_WAKE_ON_CPU))
 		clear_waker(b);
 	b->state = prev_state;
-	bpf_get_current_comm(b->comm, sizeof(b->comm));
 	if (cfg.sched_frames)
 		b->kern_stack_id = current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_SWITCH), c);
 	b->flags &= ~TB_DEFER_USER;
@@ -929,7 +929,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		b->waker_tgid = pid_tgid >> 32;
 		b->waker_tid = (__u32)pid_tgid;
 		b->waker_ident = task_ident(cur);
-		bpf_get_current_comm(b->waker_comm, sizeof(b->waker_comm));
+		__builtin_memcpy(b->waker_comm, cur->comm, sizeof(b->waker_comm));
 		b->waker_flags = irq; /* 0, or IRQ_UNKNOWN */
 		if (cur->flags & PF_KTHREAD) {
 			b->waker_flags |= OFFWAKE_WAKER_KTHREAD;

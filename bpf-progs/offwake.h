@@ -227,7 +227,6 @@ struct offwake_task_block {
 	__u64 waker_ident;
 	__s64 waker_kern_stack_id;
 	__s64 waker_user_stack_id;
-	char comm[OFFWAKE_COMM_LEN];
 	char waker_comm[OFFWAKE_COMM_LEN];
 	/* A finished, kept block waiting for its user stack (OFFWAKE_TB_PENDING). */
 	struct offwake_key pending;

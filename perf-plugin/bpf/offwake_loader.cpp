@@ -321,6 +321,7 @@ int OffwakeBpf::stack_traces_fd() const { return bpf_map__fd(skel_->maps.stack_t
 int OffwakeBpf::stack_store_fd() const { return bpf_map__fd(skel_->maps.stack_store); }
 int OffwakeBpf::target_tgids_fd() const { return bpf_map__fd(skel_->maps.target_tgids); }
 int OffwakeBpf::task_blocks_fd() const { return bpf_map__fd(skel_->maps.task_blocks); }
+int OffwakeBpf::cpu_current_fd() const { return bpf_map__fd(skel_->maps.cpu_current); }
 int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
 
 }  // namespace offwake::bpf

@@ -126,6 +126,7 @@ class OffwakeBpf {
   int stack_store_fd() const;
   int target_tgids_fd() const;
   int task_blocks_fd() const;  // task storage: key a pidfd, value struct offwake_task_block
+  int cpu_current_fd() const;  // per CPU: the tid the programs last saw switched in
   int events_map_fd() const;
   uint32_t stack_depth() const { return stack_depth_; }
   // Whether interrupt-context wakers can be told apart on this kernel (x86: preempt_count

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <gtest/gtest.h>
 
 #include <sched.h>
 
 #include <cstring>
 #include <functional>
+#include <string>
 
 #include "bpf/offwake_loader.h"
 #include "util/fd.h"
@@ -74,8 +76,12 @@ class SpinThenBlock {
   UniqueFd start_, stop_, release_;
 };
 
+// S with TASK_WAKEKILL: a state the child's own blocks (plain S, in read()) never have, so
+// the crafted block's aggregate is the one with this state.
+constexpr uint32_t kCraftedState = OFFWAKE_STATE_INTERRUPTIBLE | 0x100;
+
 struct Outcome {
-  std::vector<Aggregate> crafted;  // the aggregates of the crafted block (its comm)
+  std::vector<Aggregate> crafted;  // the aggregates of the crafted block (its state)
   offwake_counters counters{};
 };
 
@@ -109,7 +115,7 @@ void run_with_state(const std::function<offwake_task_block(uint64_t now)>& make,
   auto aggs = bpf->read_aggregates();
   ASSERT_TRUE(aggs.ok());
   for (const Aggregate& a : *aggs)
-    if (comm_string(a.key.comm) == "crafted-block") out->crafted.push_back(a);
+    if (a.key.state == kCraftedState) out->crafted.push_back(a);
   auto c = bpf->read_counters();
   ASSERT_TRUE(c.ok());
   out->counters = *c;
@@ -118,10 +124,9 @@ void run_with_state(const std::function<offwake_task_block(uint64_t now)>& make,
 offwake_task_block open_block(uint64_t block_ts) {
   offwake_task_block b{};
   b.block_ts = block_ts;
-  b.state = OFFWAKE_STATE_INTERRUPTIBLE;
+  b.state = kCraftedState;
   b.kern_stack_id = OFFWAKE_NO_STACK;
   b.user_stack_id = OFFWAKE_NO_STACK;
-  std::strcpy(b.comm, "crafted-block");
   b.waker_tgid = b.waker_tid = 4242;
   std::strcpy(b.waker_comm, "crafted-waker");
   b.waker_kern_stack_id = b.waker_user_stack_id = OFFWAKE_NO_STACK;
@@ -188,6 +193,35 @@ TEST(LateEnd, IgnoresAWakeupOlderThanTheBlock) {
   ASSERT_EQ(out.crafted.size(), 1u);
   EXPECT_EQ(out.crafted[0].key.waker_flags, OFFWAKE_WAKER_NONE);
   EXPECT_EQ(out.crafted[0].key.waker_tid, 0u);
+}
+
+// A switch the kernel ran no BPF program for (on this VM, the init process's threads are
+// invisible to BPF) shows as a CPU leaving a task it was never seen switching to. The test
+// makes every CPU's last seen task one that does not exist: each CPU's next switch is counted.
+TEST(UntracedSwitches, AreCountedWhenACpuLeavesATaskNeverSeenArriving) {
+  LoaderOptions o;
+  o.tid = static_cast<uint32_t>(getpid());  // record nothing else
+  auto bpf = OffwakeBpf::load(o);
+  ASSERT_TRUE(bpf.ok()) << bpf.error().message();
+  ASSERT_TRUE(bpf->attach().ok());
+  usleep(100'000);
+  auto before = bpf->read_counters();
+  ASSERT_TRUE(before.ok());
+  const int ncpus = libbpf_num_possible_cpus();
+  ASSERT_GT(ncpus, 0);
+  // Per-CPU values are laid out 8 bytes apart: a u32 each, in a u64 slot.
+  std::vector<uint64_t> bogus(static_cast<size_t>(ncpus), 0x7ffffff0u);  // no such tid
+  uint32_t zero = 0;
+  ASSERT_EQ(bpf_map_update_elem(bpf->cpu_current_fd(), &zero, bogus.data(), BPF_ANY), 0) << strerror(errno);
+  // Make every online CPU switch: a short process pinned to each.
+  const long online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long cpu = 0; cpu < online_cpus; ++cpu)
+    ASSERT_EQ(system(("taskset -c " + std::to_string(cpu) + " /bin/true").c_str()), 0);
+  usleep(20'000);
+  auto after = bpf->read_counters();
+  ASSERT_TRUE(after.ok());
+  bpf->detach();
+  EXPECT_GE(after->untraced_switches - before->untraced_switches, static_cast<uint64_t>(online_cpus));
 }
 
 }  // namespace
