@@ -11,12 +11,13 @@ namespace offwake::bpf {
 namespace {
 
 // Every bucket, in batches (two system calls per key would take seconds for 100,000 keys),
-// each deleted as it is read when `remove`.
-Result<std::vector<Aggregate>> batch_aggregates(int map_fd, bool remove) {
+// each batch handed to `fn`, and deleted as it is read when `remove`.
+Status batch_aggregates(int map_fd, bool remove, const AggregateBatchFn& fn) {
   constexpr __u32 kBatch = 4096;
-  std::vector<Aggregate> out;
   std::vector<offwake_key> keys(kBatch);
   std::vector<offwake_value> values(kBatch);
+  std::vector<Aggregate> batch;
+  batch.reserve(kBatch);
   offwake_key out_batch{};  // hash maps use a 4-byte bucket cursor; a key is larger
   void* in_batch = nullptr;
   LIBBPF_OPTS(bpf_map_batch_opts, opts);
@@ -26,21 +27,33 @@ Result<std::vector<Aggregate>> batch_aggregates(int map_fd, bool remove) {
                                                        &count, &opts)
                      : bpf_map_lookup_batch(map_fd, in_batch, &out_batch, keys.data(), values.data(), &count, &opts);
     int e = errno;
-    for (__u32 i = 0; i < count; ++i) out.push_back({keys[i], values[i]});
+    batch.clear();
+    for (__u32 i = 0; i < count; ++i) batch.push_back({keys[i], values[i]});
+    if (!batch.empty()) OFFWAKE_TRY(fn(batch));
     if (err != 0) {
-      if (e == ENOENT) break;  // no more buckets
+      if (e == ENOENT) return ok_status();  // no more buckets
       return Error(remove ? "draining aggregation map" : "reading aggregation map", e);
     }
     in_batch = &out_batch;
   }
+}
+
+Result<std::vector<Aggregate>> collect(int map_fd, bool remove) {
+  std::vector<Aggregate> out;
+  OFFWAKE_TRY(batch_aggregates(map_fd, remove, [&](std::span<const Aggregate> b) {
+    out.insert(out.end(), b.begin(), b.end());
+    return ok_status();
+  }));
   return out;
 }
 
 }  // namespace
 
-Result<std::vector<Aggregate>> read_aggregates(int map_fd) { return batch_aggregates(map_fd, false); }
+Result<std::vector<Aggregate>> read_aggregates(int map_fd) { return collect(map_fd, false); }
 
-Result<std::vector<Aggregate>> drain_aggregates(int map_fd) { return batch_aggregates(map_fd, true); }
+Result<std::vector<Aggregate>> drain_aggregates(int map_fd) { return collect(map_fd, true); }
+
+Status visit_aggregates(int map_fd, const AggregateBatchFn& fn) { return batch_aggregates(map_fd, false, fn); }
 
 Result<offwake_counters> read_counters(int map_fd) {
   static_assert(sizeof(offwake_counters) % sizeof(uint64_t) == 0);

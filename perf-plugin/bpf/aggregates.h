@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@ struct Aggregate {
 
 // Every bucket of the aggregation map, left in place.
 Result<std::vector<Aggregate>> read_aggregates(int map_fd);
+
+// The same, a batch at a time, without holding them all: `fn` gets each batch.
+using AggregateBatchFn = std::function<Status(std::span<const Aggregate>)>;
+Status visit_aggregates(int map_fd, const AggregateBatchFn& fn);
 
 // Every bucket, each deleted as it is read (atomically per hash bucket), so that a long
 // recording can drain the map while the programs keep adding. Use read_aggregates() after

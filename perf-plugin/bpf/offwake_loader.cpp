@@ -275,6 +275,10 @@ Result<std::vector<Aggregate>> OffwakeBpf::read_aggregates() const {
   return bpf::read_aggregates(aggregates_fd());
 }
 
+Status OffwakeBpf::visit_aggregates(const AggregateBatchFn& fn) const {
+  return bpf::visit_aggregates(aggregates_fd(), fn);
+}
+
 Result<offwake_counters> OffwakeBpf::read_counters() const { return bpf::read_counters(counters_fd()); }
 
 Result<OffwakeBpf::RecursionMisses> OffwakeBpf::recursion_misses() const {

@@ -94,6 +94,7 @@ class OffwakeBpf {
 
   // Reads left in place; drain_aggregates(aggregates_fd()) to read and delete.
   Result<std::vector<Aggregate>> read_aggregates() const;
+  Status visit_aggregates(const AggregateBatchFn& fn) const;
   Result<offwake_counters> read_counters() const;
   // Runs of the programs the kernel skipped because a BPF program was already running on
   // that CPU (bpf_prog_info.recursion_misses): switches (blocks never seen, or never seen

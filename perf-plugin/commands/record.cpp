@@ -313,8 +313,6 @@ Status Recorder::write_events(bool drain) {
 }
 
 Status Recorder::write_aggregates() {
-  auto aggregates = bpf_->read_aggregates();
-  if (!aggregates) return aggregates.error();
   auto counters = bpf_->read_counters();
   if (!counters) return counters.error();
   auto misses = bpf_->recursion_misses();
@@ -323,13 +321,17 @@ Status Recorder::write_aggregates() {
 
   const uint64_t time = monotonic_ns();
   AggregateSamples& convert = *converter_;
-  for (const auto& a : *aggregates) {
-    auto [blocked, waker] = convert.convert(a, time);
-    OFFWAKE_TRY(writer_->write(blocked));
-    OFFWAKE_TRY(writer_->write(waker));
-    stats_.blocked_ns += a.value.total_ns;
-  }
-  stats_.keys = aggregates->size();
+  // A batch at a time: a recording of 100,000 keys need not hold them all.
+  OFFWAKE_TRY(bpf_->visit_aggregates([&](std::span<const bpf::Aggregate> batch) -> Status {
+    for (const auto& a : batch) {
+      auto [blocked, waker] = convert.convert(a, time);
+      OFFWAKE_TRY(writer_->write(blocked));
+      OFFWAKE_TRY(writer_->write(waker));
+      stats_.blocked_ns += a.value.total_ns;
+      ++stats_.keys;
+    }
+    return ok_status();
+  }));
   stats_.counters = *counters;
   stats_.skipped_switches = misses->switches;
   stats_.skipped_wakeups = misses->wakeups;
