@@ -33,8 +33,6 @@
                                          * had reached --min-block when woken; this one reached it
                                          * waiting on the run queue after its wakeup */
 #define OFFWAKE_ERR_EXEC 116            /* ESTALE: the task exec'd before its user stack was taken */
-#define OFFWAKE_ERR_STOPPED 62          /* ETIME: the recording stopped before the task was back in
-                                         * user space, where its user stack is taken */
 
 /* Task states at switch-out, as the scheduler passes them (include/linux/sched.h). The key
  * stores the raw value, so TASK_KILLABLE (WAKEKILL|UNINTERRUPTIBLE) and TASK_IDLE
@@ -130,7 +128,6 @@ struct offwake_counters {
 	                                 * stack store instead (not a loss) */
 	__u64 no_user_context;      /* user stacks not taken: the task had no user memory (exiting) */
 	__u64 user_stack_exec;      /* user stacks not taken: the task exec'd first */
-	__u64 user_stack_stopped;   /* user stacks not taken: the recording stopped first */
 	__u64 kernel_stack_not_traced; /* blocked kernel stacks not taken: switch-in not traced */
 	__u64 waker_stacks_skipped; /* blocks that crossed --min-block after their wakeup: waker
 	                             * known, its stacks not taken */

@@ -15,7 +15,6 @@ StackLosses& StackLosses::operator+=(const StackLosses& o) {
   not_traced += o.not_traced;
   after_threshold += o.after_threshold;
   exec += o.exec;
-  stopped += o.stopped;
   return *this;
 }
 
@@ -31,7 +30,6 @@ std::span<const uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses
       case ESRCH: ++losses.not_traced; break;
       case ECANCELED: ++losses.after_threshold; break;
       case ESTALE: ++losses.exec; break;
-      case ETIME: ++losses.stopped; break;
       default: ++losses.other_errors; break;
     }
     return {};

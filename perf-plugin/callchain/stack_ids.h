@@ -45,10 +45,9 @@ struct StackLosses {
   uint64_t after_threshold = 0;  // a waker's stacks, for a block that reached --min-block
                                  // only after its wakeup
   uint64_t exec = 0;             // the task exec'd before its user stack was taken
-  uint64_t stopped = 0;          // the recording stopped before its user stack was taken
   uint64_t total() const {
     return walk_failed + collisions + map_full + other_errors + lookup_failed + no_user_context + not_traced +
-           after_threshold + exec + stopped;
+           after_threshold + exec;
   }
   StackLosses& operator+=(const StackLosses& o);
 };

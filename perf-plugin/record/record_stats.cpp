@@ -53,7 +53,6 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"user_stack_other_error", c.stack_other_error[OFFWAKE_USER]},
       {"user_stack_no_user_context", c.no_user_context},
       {"user_stack_exec", c.user_stack_exec},
-      {"user_stack_stopped", c.user_stack_stopped},
       {"kernel_stack_not_traced", c.kernel_stack_not_traced},
       {"waker_stacks_skipped", c.waker_stacks_skipped},
       {"sample_stacks", sample_stacks},
@@ -73,8 +72,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
                        {p + "_no_user_context", l->no_user_context},
                        {p + "_switch_in_not_traced", l->not_traced},
                        {p + "_woken_before_min_block", l->after_threshold},
-                       {p + "_exec", l->exec},
-                       {p + "_recording_stopped", l->stopped}});
+                       {p + "_exec", l->exec}});
   }
   return f;
 }
@@ -120,10 +118,10 @@ void print_record_summary(FILE* out, const RecordStats& s) {
   fprintf(out,
           "[ perf offwake record: %llu of %llu sample stacks missing (failed: collisions %llu, walks %llu, "
           "store full %llu, other %llu, unreadable %llu; not taken: no user context %llu, switch-in not "
-          "traced %llu, woken before --min-block %llu, exec %llu, recording stopped %llu); "
+          "traced %llu, woken before --min-block %llu, exec %llu); "
           "%llu stack captures, %llu collisions ]\n",
           u(m.total()), u(s.sample_stacks), u(m.collisions), u(m.walk_failed), u(m.map_full), u(m.other_errors),
-          u(m.lookup_failed), u(m.no_user_context), u(m.not_traced), u(m.after_threshold), u(m.exec), u(m.stopped),
+          u(m.lookup_failed), u(m.no_user_context), u(m.not_traced), u(m.after_threshold), u(m.exec),
           u(c.stack_captures[0] + c.stack_captures[1]), u(c.stack_collision[0] + c.stack_collision[1]));
   fprintf(out,
           "[ perf offwake record: %llu blocks without a waker; %llu ended late (switch-in not traced); "
