@@ -647,9 +647,11 @@ static __always_inline int waker_of_block(struct offwake_task_block *b)
 }
 
 /* The open block of task t (b->block_ts != 0) ended at `end` and is kept: its key, with
- * kernel stack `kern`, and the recorded waker if `with_waker`. Emitted now, or parked in b->pending until its user stack is walked.
- * A block with no wakeup of its own gets `no_waker`: OFFWAKE_WAKER_NONE (a missed wakeup)
- * or OFFWAKE_WAKER_STILL_BLOCKED (the recording stopped first). */
+ * kernel stack `kern`, and the recorded waker if `with_waker`. Emitted now, or parked in
+ * b->pending until its user stack is walked (a parked block is always emitted before the
+ * task can block again, so b->pending is free here). A block without a waker of its own gets
+ * `no_waker`: OFFWAKE_WAKER_NONE (a missed wakeup) or OFFWAKE_WAKER_STILL_BLOCKED (the
+ * recording stopped first). */
 static __always_inline void finish_block(struct task_struct *t, struct offwake_task_block *b, __u64 end, __s64 kern,
 					 int with_waker, __u32 no_waker, struct offwake_counters *c)
 {
