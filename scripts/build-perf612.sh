@@ -22,20 +22,8 @@ fi
 packages=(flex bison libcap-dev libslang2-dev libunwind-dev libssl-dev libelf-dev libdw-dev
   zlib1g-dev libzstd-dev libtraceevent-dev libbpf-dev clang llvm python3 make gcc pkg-config
   xz-utils "linux-source-$kver")
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "build-perf612: missing packages (${missing[*]}) and not root; run as root" >&2
-    exit 1
-  fi
-  echo "build-perf612: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. "$top/scripts/apt-install-missing.sh"
+apt_install_missing build-perf612 "${packages[@]}"
 
 # The same tree install-deps.sh extracts for libperf. Perf needs three things outside tools/
 # (tools/perf/MANIFEST lists them, with more that an x86 build does not use):

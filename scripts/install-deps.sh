@@ -15,20 +15,8 @@ packages=(
   linux-perf "linux-source-$kver" binutils
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
-    exit 1
-  fi
-  echo "install-deps: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. "$top/scripts/apt-install-missing.sh"
+apt_install_missing install-deps "${packages[@]}"
 
 # libperf is not packaged in Debian 12: build it from the kernel source package's tools/.
 if [ ! -f "$prefix/lib64/libperf.a" ] || [ ! -f "$prefix/lib64/libapi.a" ] || [ ! -f "$prefix/include/perf/evlist.h" ]; then
