@@ -57,14 +57,14 @@ Result<StackTraceMap> StackTraceMap::from_fds(int stack_trace_fd, int store_fd) 
 }
 
 Result<std::span<const uint64_t>> StackTraceMap::lookup(uint64_t id) const {
-  if ((id & OFFWAKE_STORE_ID) && store_.valid() && !*store_loaded_) {
-    *store_loaded_ = true;
+  if ((id & OFFWAKE_STORE_ID) && store_.valid() && !store_loaded_) {
+    store_loaded_ = true;
     OFFWAKE_TRY(preload_store());
   }
-  if (auto it = cache_->find(id); it != cache_->end()) return std::span<const uint64_t>(it->second);
+  if (auto it = cache_.find(id); it != cache_.end()) return std::span<const uint64_t>(it->second);
   auto frames = read(id);
   if (!frames) return frames.error();
-  auto [it, fresh] = cache_->emplace(id, std::move(frames).value());
+  auto [it, fresh] = cache_.emplace(id, std::move(frames).value());
   return std::span<const uint64_t>(it->second);
 }
 
@@ -85,7 +85,7 @@ Status StackTraceMap::preload_store() const {
       offwake_stored_stack st;
       std::memcpy(&st, values.data() + i * value, value);
       if (st.nr > room) return Error("stored stack claims " + std::to_string(st.nr) + " frames", EINVAL);
-      cache_->emplace(keys[i], std::vector<uint64_t>(st.ips, st.ips + st.nr));
+      cache_.emplace(keys[i], std::vector<uint64_t>(st.ips, st.ips + st.nr));
     }
     if (err != 0) {
       if (e == ENOENT) return ok_status();

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -47,10 +46,9 @@ class StackTraceMap final : public StackTraceSource {
   UniqueFd fd_;
   UniqueFd store_;
   // unique_ptr: the map stays movable with its cache.
-  // Node-based: a span handed out stays valid as the cache grows.
-  std::unique_ptr<std::unordered_map<uint64_t, std::vector<uint64_t>>> cache_ =
-      std::make_unique<std::unordered_map<uint64_t, std::vector<uint64_t>>>();
-  std::unique_ptr<bool> store_loaded_ = std::make_unique<bool>(false);
+  // Node-based: a span handed out stays valid as the cache grows, and when the map moves.
+  mutable std::unordered_map<uint64_t, std::vector<uint64_t>> cache_;
+  mutable bool store_loaded_ = false;
   uint32_t max_depth_;
   uint32_t max_entries_;
   uint32_t store_value_size_;
