@@ -1,6 +1,7 @@
 #include "support/perf_script.h"
 
 #include <sstream>
+#include <utility>
 
 namespace offwake::test {
 
@@ -82,47 +83,56 @@ std::vector<ScriptSample> parse_perf_script(const std::string& text) {
   return out;
 }
 
-std::vector<Truth> parse_truth(const std::string& text) {
-  std::vector<Truth> out;
+namespace {
+
+// Calls field(key, value) for each "key=value" word of each line that starts with `prefix`,
+// and done() after each such line.
+template <typename Field, typename Done>
+void for_each_kv_line(const std::string& text, const std::string& prefix, Field field, Done done) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("truth ", 0) != 0) continue;
-    Truth t;
-    std::istringstream f(line.substr(6));
+    if (line.rfind(prefix, 0) != 0) continue;
+    std::istringstream f(line.substr(prefix.size()));
     for (std::string kv; f >> kv;) {
       auto eq = kv.find('=');
-      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-      if (k == "tid") t.tid = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "waker_tid") t.waker_tid = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "function") t.function = v;
-      else if (k == "waker_function") t.waker_function = v;
-      else if (k == "blocked_ns") t.blocked_ns = std::stoull(v);
-      else if (k == "count") t.count = std::stoull(v);
+      field(kv.substr(0, eq), kv.substr(eq + 1));
     }
-    out.push_back(t);
+    done();
   }
+}
+
+}  // namespace
+
+std::vector<Truth> parse_truth(const std::string& text) {
+  std::vector<Truth> out;
+  Truth t;
+  for_each_kv_line(
+      text, "truth ",
+      [&](const std::string& k, const std::string& v) {
+        if (k == "tid") t.tid = static_cast<uint32_t>(std::stoul(v));
+        else if (k == "waker_tid") t.waker_tid = static_cast<uint32_t>(std::stoul(v));
+        else if (k == "function") t.function = v;
+        else if (k == "waker_function") t.waker_function = v;
+        else if (k == "blocked_ns") t.blocked_ns = std::stoull(v);
+        else if (k == "count") t.count = std::stoull(v);
+      },
+      [&] { out.push_back(std::exchange(t, Truth{})); });
   return out;
 }
 
 std::vector<Identity> parse_identity(const std::string& text) {
   std::vector<Identity> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("identity ", 0) != 0) continue;
-    Identity id;
-    std::istringstream f(line.substr(9));
-    for (std::string kv; f >> kv;) {
-      auto eq = kv.find('=');
-      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-      if (k == "tid") id.tid = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "comm") id.comm = v;
-      else if (k == "from_ns") id.from_ns = std::stoull(v);
-      else if (k == "to_ns") id.to_ns = std::stoull(v);
-    }
-    out.push_back(id);
-  }
+  Identity id;
+  for_each_kv_line(
+      text, "identity ",
+      [&](const std::string& k, const std::string& v) {
+        if (k == "tid") id.tid = static_cast<uint32_t>(std::stoul(v));
+        else if (k == "comm") id.comm = v;
+        else if (k == "from_ns") id.from_ns = std::stoull(v);
+        else if (k == "to_ns") id.to_ns = std::stoull(v);
+      },
+      [&] { out.push_back(std::exchange(id, Identity{})); });
   return out;
 }
 

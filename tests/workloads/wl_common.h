@@ -66,6 +66,24 @@ static inline __attribute__((always_inline)) uint64_t wl_block_ms(long ms)
 	return wl_now_ns() - t0;
 }
 
+/* Reads one byte from fd, the read() issued inline (so the caller is the user leaf); returns
+ * the time blocked if it slept, 0 if the byte was already there (under 1 ms: not a block the
+ * writer caused), counting blocks in *blocks. Exits 2 if the read fails. */
+static inline __attribute__((always_inline)) uint64_t wl_read_one(int fd, long *blocks)
+{
+	char c;
+	uint64_t t0 = wl_now_ns();
+	long r = wl_syscall4(SYS_read, fd, (long)&c, 1, 0);
+	uint64_t t1 = wl_now_ns();
+
+	if (r != 1)
+		exit(2);
+	if (t1 - t0 < 1000000ull)
+		return 0;
+	++*blocks;
+	return t1 - t0;
+}
+
 /* A plain sleep for the waking side; its stack does not matter. */
 static inline void wl_pause_ms(long ms)
 {

@@ -24,22 +24,6 @@ static _Atomic int g_thread_tid;
 static uint64_t g_thread_blocked, g_thread_from, g_thread_to;
 static long g_thread_blocks;
 
-/* Reads one byte; returns the time blocked if read() slept, 0 if data was already there. */
-static inline __attribute__((always_inline)) uint64_t read_one(int fd, long *blocks)
-{
-	char c;
-	uint64_t t0 = wl_now_ns();
-	long r = wl_syscall4(SYS_read, fd, (long)&c, 1, 0);
-	uint64_t t1 = wl_now_ns();
-
-	if (r != 1)
-		exit(2);
-	if (t1 - t0 < 1000000ull) /* did not sleep for the writer */
-		return 0;
-	++*blocks;
-	return t1 - t0;
-}
-
 static inline __attribute__((always_inline)) void write_one(int fd)
 {
 	char c = 'w';
@@ -50,7 +34,7 @@ static inline __attribute__((always_inline)) void write_one(int fd)
 
 WL_NOINLINE uint64_t exited_thread_waits(long *blocks)
 {
-	return read_one(g_to_thread[0], blocks);
+	return wl_read_one(g_to_thread[0], blocks);
 }
 
 WL_NOINLINE void exited_thread_wakes(void)
@@ -65,7 +49,7 @@ WL_NOINLINE void main_wakes_thread(void)
 
 WL_NOINLINE uint64_t main_waits_for_thread(long *blocks)
 {
-	return read_one(g_to_main[0], blocks);
+	return wl_read_one(g_to_main[0], blocks);
 }
 
 WL_NOINLINE uint64_t main_outlives_thread(long ms)

@@ -5,7 +5,7 @@
  * the same pid P (clone3 with set_tid: needs CAP_SYS_ADMIN), which does the same in
  * second_child_waits and second_child_wakes while the parent waits in parent_waits_for_second.
  * The two children are different non-PIE binaries whose code overlaps in address (see
- * wl_reuse_second.c). The children print their own truth and identity lines; the parent prints
+ * wl_reuse.c). The children print their own truth and identity lines; the parent prints
  * one truth line per child, naming P and the child's waking function as its waker.
  *
  * All share one CPU and the children are SCHED_FIFO (root is needed anyway): after a child's
@@ -25,31 +25,14 @@
 
 #include "wl_common.h"
 
-/* Reads one byte; returns the time blocked if read() slept, 0 if data was already there. */
-static inline __attribute__((always_inline)) uint64_t read_one(int fd, long *blocks)
-{
-	char c;
-	uint64_t t0 = wl_now_ns();
-	long r = wl_syscall4(SYS_read, fd, (long)&c, 1, 0);
-	uint64_t t1 = wl_now_ns();
-
-	if (r != 1)
-		exit(2);
-	/* Counted as a block only if it took long enough to have slept for the child. */
-	if (t1 - t0 < 1000000ull)
-		return 0;
-	++*blocks;
-	return t1 - t0;
-}
-
 WL_NOINLINE uint64_t parent_waits_for_first(int fd, long *blocks)
 {
-	return read_one(fd, blocks);
+	return wl_read_one(fd, blocks);
 }
 
 WL_NOINLINE uint64_t parent_waits_for_second(int fd, long *blocks)
 {
-	return read_one(fd, blocks);
+	return wl_read_one(fd, blocks);
 }
 
 /* Starts NAME (beside this executable) with pid PID (0: any), its fd 3 the pipe's write end. */

@@ -10,18 +10,7 @@
 /* Reads one byte; returns the time blocked if read() slept, 0 if data was already there. */
 WL_NOINLINE uint64_t wl_wait_for_message(int fd, long *blocks)
 {
-	char c;
-	uint64_t t0 = wl_now_ns();
-	long r = wl_syscall4(SYS_read, fd, (long)&c, 1, 0);
-	uint64_t t1 = wl_now_ns();
-
-	if (r != 1)
-		exit(2);
-	/* Counted as a block only if it took long enough to have slept for the writer. */
-	if (t1 - t0 < 1000000ull)
-		return 0;
-	++*blocks;
-	return t1 - t0;
+	return wl_read_one(fd, blocks);
 }
 
 WL_NOINLINE void wl_send_message(int fd)
