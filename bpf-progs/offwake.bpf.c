@@ -4,18 +4,23 @@
  *
  * Each stack is taken only for a block that is kept, and as late as possible:
  *
- * sched_switch, prev blocks (not preempted, state wanted): remember when, its state and comm in
- *     prev's task storage. Its user stack is walked now, unless a duration filter is set and
- *     the block is inside a system call: then the user registers stay as they are until the
- *     system call returns, and the stack is walked then (sys_exit), for kept blocks only.
- * sched_waking, in the waker's context: remember the waker; take its kernel and user stacks
- *     unless the block cannot be kept (shorter than --min-block so far, or already longer
- *     than --max-block). A wakeup of a task that is still runnable ends no block: ignored.
+ * sched_switch, prev blocks (not preempted, state wanted): remember when and its state in
+ *     prev's task storage. Its user stack is walked now, unless a duration filter is set:
+ *     then the user registers stay as they are until the task returns to user space, and the
+ *     stack is walked then, for kept blocks only, by a task work scheduled at switch-in
+ *     (bpf_task_work_schedule_resume, Linux 6.18). Without that kfunc (or with the kernel's
+ *     user walker) only blocks inside a system call are deferred, to its sys_exit.
+ * sched_waking, in the waker's context: remember the waker and take its kernel and user
+ *     stacks. With a duration filter, a block that cannot be kept by then (shorter than
+ *     --min-block so far, or already longer than --max-block) gets only the wakeup's time:
+ *     if it reaches --min-block on the run queue after all, it is kept without its waker
+ *     (OFFWAKE_WAKER_EARLY, counted). A wakeup of a task that is still runnable ends no
+ *     block: ignored.
  * sched_switch, next was blocked: the block ends now. Filters apply; a kept block's kernel
  *     stack is taken from the sleeping task (bpf_get_task_stack: its kernel stack has not
  *     moved since it blocked), and the block is aggregated by (blocked thread, its stacks,
  *     state, waker, waker stacks), or sent in timeline mode; if its user stack is still to
- *     be walked it waits in task storage (pending) until the task is back on a CPU.
+ *     be walked it waits in task storage (pending) until the task is back in user space.
  * sched_switch, prev still marked blocked: the switch-in that ended its block was never seen.
  *     On this kernel (6.18, paravirtualised) sched_switch now and then does not fire at all
  *     for a switch, mostly out of the idle task (perf -e sched:sched_switch misses the same
@@ -51,9 +56,26 @@ char LICENSE[] SEC("license") = "GPL";
 #define HARDIRQ_MASK 0x000f0000u
 #define NMI_MASK 0x00f00000u
 
+/* The kfunc that runs a callback in a task's own context on its way back to user space
+ * (Linux 6.18). Weak: on older kernels deferred user stacks use the sys_exit program. */
+struct bpf_task_work {
+	__u64 opaque;
+} __attribute__((aligned(8)));
+/* Complete, not just declared: libbpf compares the kfunc's prototype with the kernel's, and a
+ * declared-only struct does not match a defined one. Never accessed. */
+struct bpf_map {
+	__u32 id;
+} __attribute__((preserve_access_index));
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw, void *map__map,
+					      int (*callback)(struct bpf_map *map, void *key, void *value),
+					      void *aux__prog) __ksym __weak;
+
 /* Just the fields we read; CO-RE relocates them to this kernel's layout. */
-struct rq;
 struct mm_struct;
+
+struct rq {
+	__u64 clock; /* the scheduler's clock (sched_clock_cpu()), updated as __schedule() starts */
+} __attribute__((preserve_access_index));
 
 struct cfs_rq {
 	struct rq *rq;
@@ -64,7 +86,17 @@ struct sched_entity {
 	unsigned char sched_delayed;
 } __attribute__((preserve_access_index));
 
+struct thread_info {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+struct sched_info {
+	unsigned long long last_queued; /* rq->clock when last queued after a wakeup, 0 once it runs */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
+	struct thread_info thread_info;
+	struct sched_info sched_info;
 	unsigned int flags;
 	int on_cpu;
 	int on_rq;
@@ -75,6 +107,11 @@ struct task_struct {
 	__u64 self_exec_id;
 	char comm[OFFWAKE_COMM_LEN];
 	struct sched_entity se;
+} __attribute__((preserve_access_index));
+
+/* Architectures that keep the CPU in task_struct, not in thread_info. */
+struct task_struct___cpu {
+	unsigned int cpu;
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
@@ -175,10 +212,41 @@ struct {
 	__uint(max_entries, NR_SLOTS);
 } scratch SEC(".maps");
 
+/* One entry per thread that had a block's user stack deferred, until the thread exits: the
+ * task work that walks it, and the walk's scratch space (the callback can be preempted, so a
+ * per-CPU slot could be taken over halfway). The loader sets max_entries. */
+struct user_work {
+	struct bpf_task_work tw;
+	struct scratch s;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct user_work);
+	__uint(max_entries, 65536);
+} user_works SEC(".maps");
+
+/* A zeroed entry to create user_works entries from: too large for the BPF stack, and of a
+ * plain type (the verifier refuses a source that holds a struct bpf_task_work). */
+struct user_work_bytes {
+	__u64 tw;
+	struct scratch s;
+};
+_Static_assert(sizeof(struct user_work_bytes) == sizeof(struct user_work), "user_work layout");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct user_work_bytes);
+	__uint(max_entries, 1);
+} user_work_zero SEC(".maps");
+
 /* Set by user space once the scheduler programs are detached: the end of the recording. */
 __u64 stop_ns = 0;
-/* Blocks parked for their user stack, machine-wide: sys_exit, which runs on every system
- * call, does nothing else while there are none. */
+/* Blocks parked for their user stack in sys_exit mode (no task work), machine-wide: sys_exit,
+ * which runs on every system call, does nothing else while there are none. */
 __s64 parked = 0;
 
 static __always_inline struct offwake_counters *cpu_counters(void)
@@ -189,6 +257,29 @@ static __always_inline struct offwake_counters *cpu_counters(void)
 }
 
 #define COUNT(c, field) do { if (c) (c)->field++; } while (0)
+
+/* Lazy capture only: the start of recent blocks on each CPU, one slot per tid modulo
+ * BLOCK_SLOTS, written at switch-out. The waker of a task reads the slot of the CPU the task
+ * blocked on: a slot with its tid holds the start of its current block, or of an earlier one
+ * (an untracked block leaves the slot as it was), so the block is at least as long as the slot
+ * says, never shorter. A block shorter than --min-block so far is known that way without
+ * touching the wakee's task storage, which a switch-out on another CPU just wrote. */
+#define BLOCK_SLOTS 256
+struct block_slot {
+	__u32 tid;
+	__u32 reserved;
+	__u64 start;
+};
+struct block_starts {
+	struct block_slot slot[BLOCK_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct block_starts);
+	__uint(max_entries, 1);
+} block_starts SEC(".maps");
 
 /* The task this CPU last switched to, as seen by offwake_switch. A switch-out of another task
  * means switches went by untraced: on some platforms the kernel runs no BPF program while
@@ -244,6 +335,55 @@ static __always_inline int lazy(void)
 static __always_inline int duration_kept(__u64 delta)
 {
 	return delta >= cfg.min_block_ns && !(cfg.max_block_ns && delta > cfg.max_block_ns);
+}
+
+/* The CPU a task last ran on: for a blocked task, the one it blocked on. */
+static __always_inline __u32 task_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->thread_info.cpu))
+		return t->thread_info.cpu;
+	return ((struct task_struct___cpu *)t)->cpu;
+}
+
+/* Lazily: whether blocked task p's block is shorter than --min-block so far, going by the
+ * block_starts slot of the CPU it blocked on (see there). 0 when the slot cannot tell. */
+static __always_inline int short_so_far(struct task_struct *p)
+{
+	struct block_starts *starts;
+	struct block_slot *slot;
+	__u32 zero = 0, tid = p->pid;
+
+	if (!cfg.min_block_ns)
+		return 0;
+	starts = bpf_map_lookup_percpu_elem(&block_starts, &zero, task_cpu(p));
+	if (!starts)
+		return 0;
+	slot = &starts->slot[tid % BLOCK_SLOTS];
+	return slot->tid == tid && bpf_ktime_get_ns() - slot->start < cfg.min_block_ns;
+}
+
+/* When the task being switched in was queued by its wakeup, as bpf_ktime_get_ns() time, from
+ * the scheduler's own record (sched_info.last_queued, on its runqueue's clock, whose "now" is
+ * rq->clock); 0 if this kernel does not keep it. */
+static __always_inline __u64 queued_at(struct task_struct *t, __u64 now)
+{
+	struct cfs_rq *cfs;
+	struct rq *rq;
+	__u64 queued, clock;
+
+	if (!bpf_core_field_exists(t->sched_info.last_queued) || !bpf_core_field_exists(t->se.cfs_rq))
+		return 0;
+	queued = t->sched_info.last_queued;
+	cfs = t->se.cfs_rq;
+	if (!queued || !cfs)
+		return 0;
+	rq = cfs->rq;
+	if (!rq)
+		return 0;
+	clock = rq->clock;
+	if (queued > clock || clock - queued > now)
+		return 0;
+	return now - (clock - queued);
 }
 
 /* Who a task is: its start time tells a reused pid apart, its exec count an exec. */
@@ -646,6 +786,36 @@ static __always_inline int waker_of_block(struct offwake_task_block *b)
 	return (b->flags & TB_WAKER) && ((b->flags & TB_WAKE_ON_CPU) || b->wake_ts >= b->block_ts);
 }
 
+static int user_work_run(struct bpf_map *map, void *key, void *value);
+
+/* Has user_work_run called in t's context before t returns to user space (t is being
+ * switched in, in the kernel). 0 if so, or if an earlier one is still to run, which then
+ * serves; else -errno. */
+static __always_inline long schedule_user_work(struct task_struct *t)
+{
+	struct user_work *w;
+	struct user_work_bytes *zero;
+	__u32 tid = t->pid, k0 = 0;
+	long err;
+
+	if (!bpf_task_work_schedule_resume_impl)
+		return -ENOSYS;
+	w = bpf_map_lookup_elem(&user_works, &tid);
+	if (!w) {
+		zero = bpf_map_lookup_elem(&user_work_zero, &k0);
+		if (!zero)
+			return -ENOMEM;
+		err = bpf_map_update_elem(&user_works, &tid, zero, BPF_NOEXIST);
+		if (err && err != -EEXIST)
+			return err;
+		w = bpf_map_lookup_elem(&user_works, &tid);
+		if (!w)
+			return -ENOMEM;
+	}
+	err = bpf_task_work_schedule_resume_impl(t, &w->tw, &user_works, user_work_run, 0);
+	return err == -EBUSY ? 0 : err;
+}
+
 /* The open block of task t (b->block_ts != 0) ended at `end` and is kept: its key, with
  * kernel stack `kern`, and the recorded waker if `with_waker`. Emitted now, or parked in
  * b->pending until its user stack is walked (a parked block is always emitted before the
@@ -653,7 +823,7 @@ static __always_inline int waker_of_block(struct offwake_task_block *b)
  * `no_waker`: OFFWAKE_WAKER_NONE (a missed wakeup) or OFFWAKE_WAKER_STILL_BLOCKED (the
  * recording stopped first). */
 static __always_inline void finish_block(struct task_struct *t, struct offwake_task_block *b, __u64 end, __s64 kern,
-					 int with_waker, __u32 no_waker, struct offwake_counters *c)
+					 int with_waker, __u32 no_waker, int at_switch_in, struct offwake_counters *c)
 {
 	struct offwake_key *key = &b->pending;
 	__u64 start = b->block_ts;
@@ -676,8 +846,6 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 		key->waker_kern_stack_id = b->waker_kern_stack_id;
 		key->waker_user_stack_id = b->waker_user_stack_id;
 		__builtin_memcpy(key->waker_comm, b->waker_comm, sizeof(key->waker_comm));
-		if (b->waker_flags & OFFWAKE_WAKER_STACKS_SKIPPED)
-			COUNT(c, waker_stacks_skipped);
 		/* Both threads had these identities at the wakeup: the blocked one was asleep, the
 		 * waker was running. */
 		stamp = b->wake_ts;
@@ -687,16 +855,29 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 		key->waker_user_stack_id = OFFWAKE_NO_STACK;
 		if (no_waker == OFFWAKE_WAKER_NONE)
 			COUNT(c, missed_wakeups);
+		else if (no_waker == OFFWAKE_WAKER_EARLY)
+			COUNT(c, woken_early);
 	}
 	b->block_ts = 0;
-	if (b->flags & TB_DEFER_USER) {
-		b->flags = (b->flags & ~TB_DEFER_USER) | TB_PENDING;
-		__sync_fetch_and_add(&parked, 1);
+	/* Only a switch-in can have a user stack still to walk (the other callers settle it
+	 * first, and the sleepable iterator may not even refer to the task work). */
+	if (at_switch_in && (b->flags & TB_DEFER_USER)) {
+		b->flags &= ~TB_DEFER_USER;
 		b->pending_start = start;
 		b->pending_end = end;
 		b->pending_stamp = stamp;
 		b->pending_cpu = bpf_get_smp_processor_id();
-		return;
+		if (!cfg.user_task_work) {
+			b->flags |= TB_PENDING;
+			__sync_fetch_and_add(&parked, 1);
+			return;
+		}
+		if (!schedule_user_work(t)) {
+			b->flags |= TB_PENDING;
+			return;
+		}
+		COUNT(c, user_work_failed);
+		key->user_stack_id = -OFFWAKE_ERR_NO_TASK_WORK;
 	}
 	emit(key, start, end, stamp, bpf_get_smp_processor_id(), c);
 }
@@ -705,7 +886,8 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 static __always_inline void emit_pending(struct offwake_task_block *b, __s64 user, struct offwake_counters *c)
 {
 	b->flags &= ~TB_PENDING;
-	__sync_fetch_and_add(&parked, -1);
+	if (!cfg.user_task_work)
+		__sync_fetch_and_add(&parked, -1);
 	b->pending.user_stack_id = user;
 	emit(&b->pending, b->pending_start, b->pending_end, b->pending_stamp, b->pending_cpu, c);
 }
@@ -749,7 +931,7 @@ static __always_inline void end_missed_block(struct task_struct *cur, struct off
 		COUNT(c, kernel_stack_not_traced);
 		kern = -OFFWAKE_ERR_NOT_TRACED;
 	}
-	finish_block(cur, b, end, kern, own, OFFWAKE_WAKER_NONE, c);
+	finish_block(cur, b, end, kern, own, OFFWAKE_WAKER_NONE, 0, c);
 	if (own)
 		clear_waker(b);
 }
@@ -796,6 +978,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	b->flags &= ~TB_DEFER_USER;
 	if (prev->flags & PF_NO_USER_STACK) {
 		b->user_stack_id = OFFWAKE_NO_STACK;
+	} else if (lazy() && cfg.user_task_work) {
+		/* The user registers stay as they are until the task is back in user space,
+		 * whether it entered the kernel by a system call or an exception. */
+		b->flags |= TB_DEFER_USER;
 	} else {
 		struct pt_regs *regs = lazy() ? (struct pt_regs *)bpf_task_pt_regs(prev) : 0;
 
@@ -807,6 +993,15 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	}
 	/* Last: a block_ts != 0 tells the other programs the rest is filled in. */
 	b->block_ts = now;
+	if (lazy() && cfg.min_block_ns) {
+		__u32 zero = 0, tid = prev->pid;
+		struct block_starts *starts = bpf_map_lookup_elem(&block_starts, &zero);
+
+		if (starts) {
+			starts->slot[tid % BLOCK_SLOTS].tid = tid;
+			starts->slot[tid % BLOCK_SLOTS].start = now;
+		}
+	}
 }
 
 /* next is switched in: if it was blocked, its off-CPU interval ends now. */
@@ -814,7 +1009,9 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
 	struct offwake_counters *c;
 	struct offwake_task_block *b;
+	__u32 no_waker = OFFWAKE_WAKER_NONE;
 	__s64 kern;
+	int own;
 
 	b = bpf_task_storage_get(&task_blocks, next, 0, 0);
 	if (!b)
@@ -831,7 +1028,16 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	if (filtered_out(b, now - b->block_ts, c))
 		return;
 	kern = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(next, scratch_slot(SLOT_SWITCH), c);
-	finish_block(next, b, now, kern, waker_of_block(b), OFFWAKE_WAKER_NONE, c);
+	own = waker_of_block(b);
+	/* Lazily, no recorded waker is expected for a block that was woken before it reached
+	 * --min-block: the scheduler's queueing time tells those from missed wakeups. */
+	if (!own && lazy()) {
+		__u64 woken = queued_at(next, now);
+
+		if (woken && woken < b->block_ts + cfg.min_block_ns)
+			no_waker = OFFWAKE_WAKER_EARLY;
+	}
+	finish_block(next, b, now, kern, own, no_waker, 1, c);
 	clear_waker(b); /* used up by this switch-in */
 }
 
@@ -850,8 +1056,11 @@ int BPF_PROG(offwake_switch, _Bool preempt, struct task_struct *prev, struct tas
 		}
 		*last = next->pid;
 	}
-	switch_out(ctx, prev, preempt, prev_state, now);
-	switch_in(next, now);
+	/* The idle task (pid 0) never blocks and has no task storage. */
+	if (prev->pid)
+		switch_out(ctx, prev, preempt, prev_state, now);
+	if (next->pid)
+		switch_in(next, now);
 	return 0;
 }
 
@@ -879,7 +1088,6 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	struct offwake_task_block *b;
 	__u64 now, so_far;
 	__u32 irq, on_cpu;
-	int stacks;
 
 	if (!task_wanted(p))
 		return 0;
@@ -889,6 +1097,19 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		return 0;
 	}
 	on_cpu = p->on_cpu;
+	/* Lazily, a wakeup of a block that cannot be kept by now records nothing (no waker, no
+	 * stacks): if the block reaches --min-block on the run queue after all, switch-in finds
+	 * it woken early (woken_early). Most wakeups end here when --min-block filters most
+	 * blocks, and without touching the wakee's task storage when its block start is in the
+	 * block_starts slot of the CPU it blocked on. */
+	if (lazy()) {
+		if (on_cpu) {
+			if (!duration_kept(0))
+				return 0;
+		} else if (short_so_far(p)) {
+			return 0;
+		}
+	}
 	b = bpf_task_storage_get(&task_blocks, p, 0, on_cpu ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!b) {
 		if (on_cpu)
@@ -900,16 +1121,12 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	/* Stacks only for a block that can still be kept: lazily, one that has reached
-	 * --min-block and not passed --max-block. */
 	so_far = on_cpu ? 0 : now - b->block_ts;
-	stacks = !lazy() || duration_kept(so_far);
+	if (lazy() && !duration_kept(so_far))
+		return 0;
 
 	irq = irq_context();
-	b->waker_kern_stack_id = -OFFWAKE_ERR_AFTER_THRESHOLD;
-	b->waker_user_stack_id = -OFFWAKE_ERR_AFTER_THRESHOLD;
-	if (stacks)
-		b->waker_kern_stack_id = current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_WAKING), c);
+	b->waker_kern_stack_id = current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_WAKING), c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
 		b->waker_flags = irq;
@@ -936,20 +1153,36 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		if (cur->flags & PF_KTHREAD) {
 			b->waker_flags |= OFFWAKE_WAKER_KTHREAD;
 			b->waker_user_stack_id = OFFWAKE_NO_STACK;
-		} else if (stacks) {
+		} else {
 			b->waker_user_stack_id = current_user_stack(ctx, scratch_slot(SLOT_WAKING), c);
 		}
 	}
-	if (!stacks)
-		b->waker_flags |= OFFWAKE_WAKER_STACKS_SKIPPED;
 	b->wake_ts = now;
 	b->flags = (b->flags & ~TB_WAKE_ON_CPU) | TB_WAKER | (on_cpu ? TB_WAKE_ON_CPU : 0);
 	COUNT(c, wakeups);
 	return 0;
 }
 
-/* Lazy capture only: a task returns from a system call with its user registers as they were
- * when it blocked inside it. A parked block gets its user stack here. */
+/* Lazy capture with task work: runs in the task's own context on its way back to user space,
+ * with its user registers as they were when it blocked. A parked block gets its user stack.
+ * Preemptible (migration disabled): the walk uses this thread's own scratch space. */
+static int user_work_run(struct bpf_map *map, void *key, void *value)
+{
+	struct user_work *w = value;
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct offwake_task_block *b;
+	struct offwake_counters *c;
+
+	b = bpf_task_storage_get(&task_blocks, cur, 0, 0);
+	if (!b || !(b->flags & TB_PENDING))
+		return 0;
+	c = cpu_counters();
+	emit_pending(b, user_stack_of(0, cur, 0, &w->s, c), c);
+	return 0;
+}
+
+/* Lazy capture without task work: a task returns from a system call with its user registers
+ * as they were when it blocked inside it. A parked block gets its user stack here. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
 {
@@ -1009,13 +1242,24 @@ int BPF_PROG(offwake_fork, struct task_struct *parent, struct task_struct *child
 	return 0;
 }
 
-/* With a target set, a process that is gone leaves it: its pid may name another one later. */
+/* A thread exits (p is current). With task work, a block still parked gets its user stack
+ * now (the task work would be cancelled with its entry), and the thread's entry goes. With a
+ * target set, a process that is gone leaves it: its pid may name another one later. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offwake_exit, struct task_struct *p, _Bool group_dead)
 {
 	struct offwake_counters *c;
-	__u32 tgid = p->tgid;
+	struct offwake_task_block *b;
+	__u32 tgid = p->tgid, tid = p->pid;
 
+	if (cfg.user_task_work && bpf_map_lookup_elem(&user_works, &tid)) {
+		b = bpf_task_storage_get(&task_blocks, p, 0, 0);
+		if (b && (b->flags & TB_PENDING)) {
+			c = cpu_counters();
+			emit_pending(b, current_user_stack(ctx, scratch_slot(SLOT_SYSCALL), c), c);
+		}
+		bpf_map_delete_elem(&user_works, &tid);
+	}
 	if (!cfg.filter_tgids || !group_dead)
 		return 0;
 	if (bpf_map_delete_elem(&target_tgids, &tgid) == 0) {
@@ -1068,7 +1312,7 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 		b->user_stack_id = user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), c);
 	}
 	kern = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(task, scratch_slot(SLOT_OTHER), c);
-	finish_block(task, b, stop_ns, kern, waker_of_block(b), OFFWAKE_WAKER_STILL_BLOCKED, c);
+	finish_block(task, b, stop_ns, kern, waker_of_block(b), OFFWAKE_WAKER_STILL_BLOCKED, 0, c);
 	clear_waker(b);
 	return 0;
 }

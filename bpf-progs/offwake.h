@@ -29,9 +29,8 @@
 #define OFFWAKE_ERR_NOT_TRACED 3       /* ESRCH: a blocked kernel stack is taken at switch-in, and
                                         * a deferred user stack on the way out of the system call;
                                         * this switch-in was never traced (late end) */
-#define OFFWAKE_ERR_AFTER_THRESHOLD 125 /* ECANCELED: waker stacks are taken only for blocks that
-                                         * had reached --min-block when woken; this one reached it
-                                         * waiting on the run queue after its wakeup */
+#define OFFWAKE_ERR_NO_TASK_WORK 37     /* ENOLCK: a deferred user stack could not be scheduled for
+                                         * the task's return to user space (no task-work entry) */
 #define OFFWAKE_ERR_EXEC 116            /* ESTALE: the task exec'd before its user stack was taken */
 
 /* Task states at switch-out, as the scheduler passes them (include/linux/sched.h). The key
@@ -55,7 +54,10 @@
 #define OFFWAKE_WAKER_IRQ_UNKNOWN 0x20u /* interrupt context could not be checked on this kernel:
                                          * the waker is the interrupted task, maybe wrongly */
 #define OFFWAKE_WAKER_STILL_BLOCKED 0x40u /* the recording ended first: counted up to its end */
-#define OFFWAKE_WAKER_STACKS_SKIPPED 0x80u /* waker known, stacks not taken (OFFWAKE_ERR_AFTER_THRESHOLD) */
+#define OFFWAKE_WAKER_EARLY 0x80u /* woken before it reached --min-block, and kept because it
+                                   * reached it waiting on the run queue: the waker was not
+                                   * recorded (zero, like OFFWAKE_WAKER_NONE; counted in
+                                   * woken_early) */
 #define OFFWAKE_WAKER_IRQ_MASK (OFFWAKE_WAKER_HARDIRQ | OFFWAKE_WAKER_SOFTIRQ | OFFWAKE_WAKER_NMI)
 
 /* One aggregation bucket: a blocked thread, the stacks it blocked in, and who woke it how.
@@ -129,8 +131,10 @@ struct offwake_counters {
 	__u64 no_user_context;      /* user stacks not taken: the task had no user memory (exiting) */
 	__u64 user_stack_exec;      /* user stacks not taken: the task exec'd first */
 	__u64 kernel_stack_not_traced; /* blocked kernel stacks not taken: switch-in not traced */
-	__u64 waker_stacks_skipped; /* blocks that crossed --min-block after their wakeup: waker
-	                             * known, its stacks not taken */
+	__u64 woken_early;          /* blocks kept that reached --min-block only on the run queue
+	                             * after their wakeup: the waker was not recorded (WAKER_EARLY) */
+	__u64 user_work_failed;     /* deferred user stacks not taken: the return to user space
+	                             * could not be hooked (OFFWAKE_ERR_NO_TASK_WORK) */
 	__u64 agg_map_full;         /* blocks dropped: aggregation map full */
 	__u64 agg_map_full_ns;      /* ... and their blocked time */
 	__u64 storage_failed_blocks;  /* blocks not recorded: no task storage could be had */
@@ -138,7 +142,8 @@ struct offwake_counters {
 	__u64 missed_wakeups;       /* blocks ended with no recorded waker (kept, WAKER_NONE) */
 	__u64 filtered;             /* blocks ended but dropped by --min-block/--max-block */
 	__u64 blocks;               /* blocks aggregated, or in timeline mode sent as events */
-	__u64 wakeups;              /* wakeups recorded at sched_waking */
+	__u64 wakeups;              /* wakeups recorded at sched_waking (lazily: of blocks that had
+	                             * reached --min-block by then) */
 	__u64 irq_wakeups;          /* ... of which in interrupt context */
 	__u64 runnable_wakeups;     /* wakeups of a task that was still runnable: they end no block,
 	                             * so they are not recorded (and cost no stacks) */
@@ -185,6 +190,10 @@ struct offwake_config {
 	                            * the scheduler's own frames (schedule, mutex_lock, ...), not
 	                            * from the sleeping task at switch-in (bpf_get_task_stack()
 	                            * leaves out .sched.text) */
+	__u32 user_task_work;      /* lazily, deferred user stacks are walked by a task work run on
+	                            * the task's return to user space (bpf_task_work_schedule_resume,
+	                            * Linux 6.18), not by a program on every system call exit */
+	__u32 reserved;
 	__u64 user_stack_limit;    /* a user frame lies within this many bytes above the stack
 	                            * pointer (the thread's stack size limit) */
 	/* Distance from this CPU's runqueue to its preempt_count, both static per-CPU
@@ -205,7 +214,7 @@ struct offwake_stored_stack {
 #define OFFWAKE_TB_WAKER 0x1u        /* a wakeup is recorded */
 #define OFFWAKE_TB_WAKE_ON_CPU 0x2u  /* ... it came while the task was still on its way into the
                               * scheduler: it belongs to the block that switch-out starts */
-#define OFFWAKE_TB_DEFER_USER 0x4u   /* the open block's user stack is walked when its system call returns */
+#define OFFWAKE_TB_DEFER_USER 0x4u   /* the open block's user stack is walked when the task returns to user space */
 #define OFFWAKE_TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
 
 /* What a task left behind when it blocked, and who woke it: the value of the task_blocks

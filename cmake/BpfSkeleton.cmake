@@ -10,7 +10,7 @@ function(bpf_skeleton name src)
   set(skel "${CMAKE_CURRENT_BINARY_DIR}/${name}.skel.h")
   add_custom_command(
     OUTPUT "${obj}"
-    COMMAND "${BPF_CLANG}" -g -O2 -target bpf -D__TARGET_ARCH_x86
+    COMMAND "${BPF_CLANG}" -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86
             -I/usr/include/x86_64-linux-gnu -I "${CMAKE_CURRENT_SOURCE_DIR}"
             -Wall -Werror -c "${CMAKE_CURRENT_SOURCE_DIR}/${src}" -o "${obj}"
     DEPENDS "${src}" ${ARGN}

@@ -41,7 +41,8 @@ Error permission_hint(Error e) {
   return Error(e.what() + " (perf offwake needs root, or CAP_BPF and CAP_PERFMON)", e.errnum());
 }
 
-void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq) {
+void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
+               bool task_work) {
   offwake_config& cfg = s->rodata->cfg;
   cfg.min_block_ns = o.min_block_ns;
   cfg.max_block_ns = o.max_block_ns;
@@ -57,6 +58,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.eager = o.eager;
   cfg.kernel_user_walker = o.kernel_user_walker;
   cfg.sched_frames = o.sched_frames;
+  cfg.user_task_work = task_work;
   cfg.user_stack_limit = o.user_stack_limit;
   cfg.irq_detect = pc_from_rq.has_value();
   cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
@@ -65,9 +67,20 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
 
 bool lazy_capture(const LoaderOptions& o) { return !o.eager && (o.min_block_ns || o.max_block_ns); }
 
+bool use_task_work(const LoaderOptions& o) {
+  return lazy_capture(o) && !o.kernel_user_walker && !o.sys_exit_user_stacks && kernel_has_task_work();
+}
+
 }  // namespace
 
 void OffwakeBpf::SkelDeleter::operator()(skel::offwake* s) const { skel::offwake__destroy(s); }
+
+bool kernel_has_task_work() {
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return false;
+  std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
+  return btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC) >= 0;
+}
 
 Result<uint32_t> perf_event_max_stack() {
   std::ifstream in("/proc/sys/kernel/perf_event_max_stack");
@@ -144,7 +157,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
 
   // Configure: rodata, map sizes, which programs load.
   auto pc_from_rq = preempt_count_from_runqueue();
-  configure(s.get(), o, depth, pc_from_rq);
+  const bool task_work = use_task_work(o);
+  configure(s.get(), o, depth, pc_from_rq, task_work);
   struct {
     bpf_map* map;
     uint32_t entries;
@@ -154,6 +168,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
       {s->maps.stack_store, o.stack_store_entries ? o.stack_store_entries : o.stack_map_entries, "stack store"},
       {s->maps.aggregates, o.aggregate_entries, "aggregation map"},
       {s->maps.target_tgids, o.max_tgids ? o.max_tgids : 1, "target process map"},
+      {s->maps.user_works, task_work ? o.user_work_entries : 1, "task work map"},
       // Never written in aggregated mode: the smallest size a ring buffer can have.
       {s->maps.events, o.timeline ? o.ringbuf_bytes : page, "timeline ring buffer"},
   };
@@ -168,10 +183,10 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (int err = bpf_map__set_value_size(s->maps.stack_store, static_cast<uint32_t>(stored)))
     return Error("setting stack store depth", libbpf_errno(err));
   bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks);
-  bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty());
-  // Only lazy capture parks user stacks until a system call returns (a program that runs on
-  // every system call of the machine: not loaded when it would have nothing to do).
-  bpf_program__set_autoload(s->progs.offwake_sys_exit, lazy_capture(o));
+  bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty() || task_work);
+  // Lazy capture without task work parks user stacks until a system call returns (a
+  // program that runs on every system call of the machine: loaded only then).
+  bpf_program__set_autoload(s->progs.offwake_sys_exit, lazy_capture(o) && !task_work);
   bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o));
 
   // Load.
@@ -254,8 +269,9 @@ void OffwakeBpf::detach() {
     *link = nullptr;
   }
   // Blocks that ended just before give their parked user stacks on the way back to user
-  // space, within microseconds: a short grace before that program goes too.
-  if (skel_->links.offwake_sys_exit) usleep(20'000);
+  // space, within microseconds: a short grace before those programs go too (a task work
+  // already scheduled runs regardless; what is still parked then is left to the iterator).
+  if (lazy_) usleep(20'000);
   for (bpf_link** link : {&skel_->links.offwake_sys_exit, &skel_->links.offwake_exec,
                           &skel_->links.offwake_fork, &skel_->links.offwake_exit}) {
     bpf_link__destroy(*link);
@@ -326,6 +342,7 @@ int OffwakeBpf::stack_store_fd() const { return bpf_map__fd(skel_->maps.stack_st
 int OffwakeBpf::target_tgids_fd() const { return bpf_map__fd(skel_->maps.target_tgids); }
 int OffwakeBpf::task_blocks_fd() const { return bpf_map__fd(skel_->maps.task_blocks); }
 int OffwakeBpf::cpu_current_fd() const { return bpf_map__fd(skel_->maps.cpu_current); }
+bool OffwakeBpf::user_task_work() const { return skel_->rodata->cfg.user_task_work != 0; }
 int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
 
 }  // namespace offwake::bpf

@@ -43,6 +43,12 @@ struct LoaderOptions {
   // frame-pointer walk, which gives the same frames without the faulting read that ends
   // most of the kernel's walks.
   bool kernel_user_walker = false;
+  // Lazily, deferred user stacks are walked by a task work on the task's way back to user
+  // space (Linux 6.18's bpf_task_work_schedule_resume), or where that kfunc is missing (or
+  // with kernel_user_walker, whose helper needs a program context) only for blocks inside
+  // a system call, by a program on every sys_exit. This forces the sys_exit way (tests).
+  bool sys_exit_user_stacks = false;
+  uint32_t user_work_entries = 65536;  // threads that can have a deferred user stack at once
   // Blocked kernel stacks by bpf_get_stackid() at switch-out, whole, instead of from the
   // sleeping task at switch-in, which is cheaper but leaves out the scheduler's own
   // functions (.sched.text: schedule, mutex_lock, down_read, io_schedule, ...). Always
@@ -108,6 +114,8 @@ class OffwakeBpf {
   Result<StackTraceMap> stack_trace_map() const;
   // Whether stacks are taken lazily (a duration filter without `eager`).
   bool lazy() const { return lazy_; }
+  // Lazily: whether deferred user stacks are taken by task work (else at sys_exit).
+  bool user_task_work() const;
 
   // Timeline mode: reads the events waiting in the ring buffer, after waiting up to
   // timeout_ms for some (0: no wait, for a recorder that polls its perf fds itself and
@@ -154,6 +162,10 @@ class OffwakeBpf {
   bool irq_detection_;
   bool lazy_;
 };
+
+// Whether this kernel can run a BPF callback on a task's way back to user space
+// (bpf_task_work_schedule_resume, Linux 6.18).
+bool kernel_has_task_work();
 
 // kernel.perf_event_max_stack, the deepest stack bpf_get_stackid() can return.
 Result<uint32_t> perf_event_max_stack();

@@ -13,7 +13,7 @@ StackLosses& StackLosses::operator+=(const StackLosses& o) {
   lookup_failed += o.lookup_failed;
   no_user_context += o.no_user_context;
   not_traced += o.not_traced;
-  after_threshold += o.after_threshold;
+  no_task_work += o.no_task_work;
   exec += o.exec;
   return *this;
 }
@@ -28,7 +28,7 @@ std::span<const uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses
       case E2BIG: ++losses.map_full; break;
       case ENODATA: ++losses.no_user_context; break;
       case ESRCH: ++losses.not_traced; break;
-      case ECANCELED: ++losses.after_threshold; break;
+      case ENOLCK: ++losses.no_task_work; break;
       case ESTALE: ++losses.exec; break;
       default: ++losses.other_errors; break;
     }

@@ -42,12 +42,12 @@ struct StackLosses {
   // Not taken, and why.
   uint64_t no_user_context = 0;  // the task had no user memory left (exiting)
   uint64_t not_traced = 0;       // a blocked kernel stack whose switch-in was never traced
-  uint64_t after_threshold = 0;  // a waker's stacks, for a block that reached --min-block
-                                 // only after its wakeup
+  uint64_t no_task_work = 0;     // a deferred user stack: the task's return to user space
+                                 // could not be hooked
   uint64_t exec = 0;             // the task exec'd before its user stack was taken
   uint64_t total() const {
     return walk_failed + collisions + map_full + other_errors + lookup_failed + no_user_context + not_traced +
-           after_threshold + exec;
+           no_task_work + exec;
   }
   StackLosses& operator+=(const StackLosses& o);
 };

@@ -54,7 +54,8 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"user_stack_no_user_context", c.no_user_context},
       {"user_stack_exec", c.user_stack_exec},
       {"kernel_stack_not_traced", c.kernel_stack_not_traced},
-      {"waker_stacks_skipped", c.waker_stacks_skipped},
+      {"woken_before_min_block", c.woken_early},
+      {"user_stack_no_task_work", c.user_work_failed},
       {"sample_stacks", sample_stacks},
       {"tracking_records_skipped", tracking_undecodable},
       {"on_cpu_samples", on_cpu_samples},
@@ -71,7 +72,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
                        {p + "_unreadable", l->lookup_failed},
                        {p + "_no_user_context", l->no_user_context},
                        {p + "_switch_in_not_traced", l->not_traced},
-                       {p + "_woken_before_min_block", l->after_threshold},
+                       {p + "_no_task_work", l->no_task_work},
                        {p + "_exec", l->exec}});
   }
   return f;
@@ -118,15 +119,17 @@ void print_record_summary(FILE* out, const RecordStats& s) {
   fprintf(out,
           "[ perf offwake record: %llu of %llu sample stacks missing (failed: collisions %llu, walks %llu, "
           "store full %llu, other %llu, unreadable %llu; not taken: no user context %llu, switch-in not "
-          "traced %llu, woken before --min-block %llu, exec %llu); "
+          "traced %llu, no task work %llu, exec %llu); "
           "%llu stack captures, %llu collisions ]\n",
           u(m.total()), u(s.sample_stacks), u(m.collisions), u(m.walk_failed), u(m.map_full), u(m.other_errors),
-          u(m.lookup_failed), u(m.no_user_context), u(m.not_traced), u(m.after_threshold), u(m.exec),
+          u(m.lookup_failed), u(m.no_user_context), u(m.not_traced), u(m.no_task_work), u(m.exec),
           u(c.stack_captures[0] + c.stack_captures[1]), u(c.stack_collision[0] + c.stack_collision[1]));
   fprintf(out,
-          "[ perf offwake record: %llu blocks without a waker; %llu ended late (switch-in not traced); "
-          "%llu switches untraced by the kernel; %llu still blocked at the stop (counted up to it) ]\n",
-          u(c.missed_wakeups), u(c.late_ends), u(c.untraced_switches), u(c.still_blocked));
+          "[ perf offwake record: %llu blocks without a waker (%llu no wakeup seen, %llu woken before --min-block); "
+          "%llu ended late (switch-in not traced); %llu switches untraced by the kernel; %llu still blocked "
+          "at the stop (counted up to it) ]\n",
+          u(c.missed_wakeups + c.woken_early), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
+          u(c.untraced_switches), u(c.still_blocked));
 }
 
 }  // namespace offwake

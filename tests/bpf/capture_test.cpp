@@ -22,6 +22,7 @@ struct Capture {
   std::vector<Aggregate> aggregates;
   offwake_counters counters{};
   std::optional<StackTraceMap> stacks;
+  bool task_work = false;  // deferred user stacks were taken by task work
 };
 
 // Runs `workload` once under each of `options` (all attached at once).
@@ -57,6 +58,7 @@ void run_under(const std::string& workload, const std::vector<std::string>& args
     auto stacks = b.stack_trace_map();
     ASSERT_TRUE(stacks.ok());
     c.stacks.emplace(std::move(stacks).value());
+    c.task_work = b.user_task_work();
     out->push_back(std::move(c));
   }
 }
@@ -81,13 +83,13 @@ uint64_t late_blocks(const Capture& c) {
   return n;
 }
 
-// A block that reached --min-block only while it waited on the run queue has its waker's
-// thread but not its stacks in a lazy capture (waker flag 0x80, counted): the eager capture has
-// them. Such blocks are compared without their waker stacks.
-bool waker_stacks_skipped(const Aggregate& a) { return a.key.waker_flags & OFFWAKE_WAKER_STACKS_SKIPPED; }
+// A block that reached --min-block only while it waited on the run queue has no waker in a
+// lazy capture (waker flag OFFWAKE_WAKER_EARLY, counted): the eager capture has it. Such
+// blocks are compared without their wakers.
+bool woken_early(const Aggregate& a) { return a.key.waker_flags & OFFWAKE_WAKER_EARLY; }
 
-// Keyed with the waker's frames, or (with_waker_frames false) without them.
-std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool with_waker_frames) {
+// Keyed with the waker's thread and frames, or (with_waker false) without either.
+std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool with_waker) {
   AggregateSamples convert(*c.stacks, OffwakeEventIds{1, 2}, &kallsyms);
   auto ips = [](const Callchain& chain) {
     Frames f;
@@ -96,20 +98,20 @@ std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool wi
   };
   std::map<Key, Sum> out;
   for (const Aggregate& a : c.aggregates) {
-    if (ended_late(a) || (with_waker_frames && waker_stacks_skipped(a))) continue;
+    if (ended_late(a) || (with_waker && woken_early(a))) continue;
     auto [blocked, waker] = convert.convert(a, 1);
-    Sum& s = out[{a.key.tid, ips(blocked.callchain), a.key.waker_tid,
-                  with_waker_frames ? ips(waker.callchain) : Frames{}, a.key.state}];
+    Sum& s = out[{a.key.tid, ips(blocked.callchain), with_waker ? a.key.waker_tid : 0,
+                  with_waker ? ips(waker.callchain) : Frames{}, a.key.state}];
     s.ns += a.value.total_ns;
     s.count += a.value.count;
   }
   return out;
 }
 
-uint64_t skipped_blocks(const Capture& c) {
+uint64_t early_blocks(const Capture& c) {
   uint64_t n = 0;
   for (const Aggregate& a : c.aggregates)
-    if (waker_stacks_skipped(a) && !ended_late(a)) n += a.value.count;
+    if (woken_early(a) && !ended_late(a)) n += a.value.count;
   return n;
 }
 
@@ -125,8 +127,8 @@ std::string describe(const Key& k) {
 // tracepoint, so each reads the clock after the other's work there (microseconds), and on
 // this paravirtualised machine the virtual CPU is now and then taken away between the two
 // for a few hundred microseconds. A block counted twice or lost would be 20 ms off. The
-// waker stacks are the same frame for frame, but for blocks whose lazy capture did not take
-// them (see waker_stacks_skipped).
+// wakers are the same, stacks frame for frame, but for blocks whose lazy capture did not
+// record them (see woken_early).
 void expect_same(const Capture& a, const Capture& b) {
   auto kallsyms = Kallsyms::load();
   ASSERT_TRUE(kallsyms.ok());
@@ -143,15 +145,15 @@ void expect_same(const Capture& a, const Capture& b) {
   }
   EXPECT_EQ(ma.size(), mb.size());
   auto wa = by_stacks(a, *kallsyms, true), wb = by_stacks(b, *kallsyms, true);
-  const uint64_t skipped = skipped_blocks(a) + skipped_blocks(b);
+  const uint64_t early = early_blocks(a) + early_blocks(b);
   uint64_t unmatched = 0;
   for (const auto& [k, s] : wa) {
     auto it = wb.find(k);
     const uint64_t other = it == wb.end() ? 0 : it->second.count;
     unmatched += s.count > other ? s.count - other : 0;
   }
-  EXPECT_LE(unmatched, skipped) << "waker stacks differ beyond the blocks whose waker stacks were not taken";
-  EXPECT_LE(skipped_blocks(a), a.counters.waker_stacks_skipped);
+  EXPECT_LE(unmatched, early) << "wakers differ beyond the blocks whose wakers were not recorded";
+  EXPECT_LE(early_blocks(a), a.counters.woken_early);
   EXPECT_EQ(late_blocks(a), late_blocks(b));
   EXPECT_LE(late_blocks(a), a.counters.late_ends);
 }
@@ -195,6 +197,29 @@ TEST_P(Capture3, LazyAndEagerCaptureAreIdentical) {
   // blocks are rare; the workload's own blocks are all system calls.
   EXPECT_GE(eager_paid.stack_captures[OFFWAKE_USER], t.count);
   EXPECT_LT(none.stack_captures[OFFWAKE_USER] * 10, eager_paid.stack_captures[OFFWAKE_USER]);
+}
+
+// The two ways a deferred user stack is taken give the same stacks: a task work on the task's
+// way back to user space (this kernel has the kfunc, so lazy capture uses it), and, where that
+// kfunc is missing, the sys_exit program (blocks inside a system call only).
+TEST_P(Capture3, TaskWorkAndSysExitTakeTheSameUserStacks) {
+  LoaderOptions task_work, sys_exit, eager;
+  task_work.min_block_ns = sys_exit.min_block_ns = eager.min_block_ns = 1'000'000;
+  sys_exit.sys_exit_user_stacks = true;
+  eager.eager = true;
+  std::vector<Capture> caps;
+  Truth t;
+  ASSERT_NO_FATAL_FAILURE(
+      run_under(GetParam(), {"-n", "10", "-m", "20"}, {task_work, sys_exit, eager}, &caps, &t));
+  ASSERT_TRUE(kernel_has_task_work()) << "this suite runs on Linux 6.18+, which has bpf_task_work_schedule_resume";
+  EXPECT_TRUE(caps[0].task_work);
+  EXPECT_FALSE(caps[1].task_work);
+  expect_truth_seen(GetParam(), caps[0], t);
+  expect_truth_seen(GetParam(), caps[1], t);
+  expect_same(caps[0], caps[1]);
+  expect_same(caps[1], caps[0]);
+  expect_same(caps[0], caps[2]);
+  EXPECT_EQ(caps[0].counters.user_work_failed, 0u);
 }
 
 // Our frame-pointer walk against the kernel's (bpf_get_stackid(BPF_F_USER_STACK)).
@@ -259,6 +284,27 @@ TEST(SchedFrames, KeepTheSchedulersOwnFrames) {
   EXPECT_TRUE(sched_names.count("schedule"));
   EXPECT_TRUE(plain_names.count("anon_pipe_read"));
   EXPECT_TRUE(sched_names.count("anon_pipe_read"));
+}
+
+// With no task-work entry left for a thread, its kept blocks lose their deferred user stacks,
+// counted, and nothing else: one entry, two threads that block for longer than --min-block.
+TEST(TaskWork, NoEntryLeftCostsTheUserStackOnlyCounted) {
+  LoaderOptions one;
+  one.min_block_ns = 1'000'000;
+  one.user_work_entries = 1;
+  std::vector<Capture> caps;
+  Truth t;
+  ASSERT_NO_FATAL_FAILURE(run_under("wl_condvar", {"-n", "10", "-m", "20"}, {one}, &caps, &t));
+  const Capture& c = caps[0];
+  ASSERT_TRUE(c.task_work);
+  uint64_t without = 0, truth_blocks = 0;
+  for (const Aggregate& a : c.aggregates) {
+    if (a.key.user_stack_id == -OFFWAKE_ERR_NO_TASK_WORK) without += a.value.count;
+    if (static_cast<int>(a.key.tid) == t.tid) truth_blocks += a.value.count;
+  }
+  EXPECT_GT(c.counters.user_work_failed, 0u);
+  EXPECT_EQ(without, c.counters.user_work_failed);
+  EXPECT_GE(truth_blocks, t.count) << "blocks must all be kept";
 }
 
 }  // namespace

@@ -133,15 +133,15 @@ TEST_F(CallchainBuilderTest, StoreIdIsLookedUpWholeNotTruncatedToAnotherStack) {
 TEST_F(CallchainBuilderTest, StacksNotTakenAreCountedByReason) {
   CallchainBuilder b(source_);
   b.build({-ESRCH, -ENODATA});
-  b.build({-ECANCELED, -ECANCELED});
+  b.build({-ENOLCK, -ENOLCK});
   b.build({7, -ESTALE});
   const StackLosses& k = b.kernel_losses();
   const StackLosses& u = b.user_losses();
   EXPECT_EQ(k.not_traced, 1u);
-  EXPECT_EQ(k.after_threshold, 1u);
+  EXPECT_EQ(k.no_task_work, 1u);
   EXPECT_EQ(k.total(), 2u);
   EXPECT_EQ(u.no_user_context, 1u);
-  EXPECT_EQ(u.after_threshold, 1u);
+  EXPECT_EQ(u.no_task_work, 1u);
   EXPECT_EQ(u.exec, 1u);
   EXPECT_EQ(u.total(), 3u);  // every cause is in the total, none twice
 }
@@ -157,7 +157,7 @@ TEST(StackLosses, AddAccumulatesEveryCounter) {
   EXPECT_EQ(a.lookup_failed, 55u);
   EXPECT_EQ(a.no_user_context, 66u);
   EXPECT_EQ(a.not_traced, 77u);
-  EXPECT_EQ(a.after_threshold, 88u);
+  EXPECT_EQ(a.no_task_work, 88u);
   EXPECT_EQ(a.exec, 99u);
   EXPECT_EQ(a.total(), 495u);
 }
