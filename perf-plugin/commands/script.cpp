@@ -7,7 +7,7 @@
 #include "commands/command.h"
 #include "commands/options.h"
 #include "perfdata/reader.h"
-#include "record/offwake_events.h"
+#include "report/sample_stream.h"
 #include "script/python_host.h"
 #include "script/sample_dict.h"
 #include "symbolize/symbolizer.h"
@@ -15,105 +15,38 @@
 namespace offwake {
 namespace {
 
-using perfdata::Record;
-using perfdata::SampleRecord;
-
-uint64_t record_time(const Record& r) {
-  return std::visit(
-      [](const auto& rec) -> uint64_t {
-        using T = std::decay_t<decltype(rec)>;
-        if constexpr (std::is_same_v<T, SampleRecord>) return rec.time;
-        else if constexpr (requires { rec.sample_id; }) return rec.sample_id.time;
-        else return 0;
-      },
-      r);
-}
-
-// Feeds the script samples in time order within each round, as perf script does, pairing
-// each offwake-time sample with the offwake-waker sample that follows it.
-class ScriptSession {
+// Hands the script every sample as perf script does, the off-wake keys added to each
+// offwake-time sample from the offwake-waker sample that follows it.
+class ScriptVisitor : public report::SampleVisitor {
  public:
-  ScriptSession(perfdata::PerfDataReader& reader, script::ScriptHost& host)
-      : reader_(reader), host_(host), dicts_(symbolizer_) {}
+  ScriptVisitor(script::ScriptHost& host, symbolize::Symbolizer& symbolizer) : host_(host), dicts_(symbolizer) {}
 
-  Status run() {
-    symbolizer_.add_build_ids(reader_.info().build_ids);
-    OFFWAKE_TRY(host_.trace_begin());
-    std::vector<Record> round;
-    for (;;) {
-      auto next = reader_.next();
-      if (!next) return next.error();
-      if (!*next) break;
-      Record& r = **next;
-      if (std::holds_alternative<perfdata::FinishedRoundRecord>(r)) {
-        OFFWAKE_TRY(flush(round));
-        continue;
-      }
-      round.push_back(std::move(r));
-    }
-    OFFWAKE_TRY(flush(round));
-    OFFWAKE_TRY(dispatch_pending(nullptr));
-    return host_.trace_end();
-  }
-  uint64_t samples() const { return samples_; }
-
- private:
-  Status flush(std::vector<Record>& round) {
-    std::stable_sort(round.begin(), round.end(),
-                     [](const Record& a, const Record& b) { return record_time(a) < record_time(b); });
-    for (Record& r : round) OFFWAKE_TRY(handle(r));
-    round.clear();
-    return ok_status();
-  }
-
-  Status handle(const Record& r) {
-    const auto* s = std::get_if<SampleRecord>(&r);
-    if (!s) {
-      symbolizer_.observe(r);
-      return ok_status();
-    }
-    const perfdata::EventDesc* e = reader_.event_for(*s);
-    if (!e) return Error("a sample of an unknown event");
-    if (pending_) {
-      if (e->name == kOffwakeWakerEvent) {
-        OFFWAKE_TRY(dispatch_pending(s));
-        return dispatch(*e, *s);
-      }
-      OFFWAKE_TRY(dispatch_pending(nullptr));
-    }
-    if (e->name == kOffwakeTimeEvent) {
-      pending_ = *s;
-      pending_event_ = e;
-      return ok_status();
-    }
-    return dispatch(*e, *s);
-  }
-
-  Status dispatch_pending(const SampleRecord* waker) {
-    if (!pending_) return ok_status();
-    auto dict = dicts_.build(*pending_event_, *pending_);
+  Status offwake(const perfdata::EventDesc& e, const perfdata::SampleRecord& blocked,
+                 const perfdata::SampleRecord* waker) override {
+    auto dict = dicts_.build(e, blocked);
     if (!dict) return dict.error();
-    OFFWAKE_TRY(dicts_.add_offwake(dict->get(), *pending_, waker));
-    pending_.reset();
-    ++samples_;
+    OFFWAKE_TRY(dicts_.add_offwake(dict->get(), blocked, waker));
     return host_.process_event(std::move(dict).value());
   }
-
-  Status dispatch(const perfdata::EventDesc& e, const SampleRecord& s) {
+  Status sample(const perfdata::EventDesc& e, const perfdata::SampleRecord& s) override {
     auto dict = dicts_.build(e, s);
     if (!dict) return dict.error();
-    ++samples_;
     return host_.process_event(std::move(dict).value());
   }
 
-  perfdata::PerfDataReader& reader_;
+ private:
   script::ScriptHost& host_;
-  symbolize::Symbolizer symbolizer_;
   script::SampleDicts dicts_;
-  std::optional<SampleRecord> pending_;
-  const perfdata::EventDesc* pending_event_ = nullptr;
-  uint64_t samples_ = 0;
 };
+
+Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host) {
+  symbolize::Symbolizer symbolizer;
+  report::SampleStream stream(reader, symbolizer);
+  ScriptVisitor visitor(host, symbolizer);
+  OFFWAKE_TRY(host.trace_begin());
+  OFFWAKE_TRY(stream.run(visitor));
+  return host.trace_end();
+}
 
 int cmd_script(const std::vector<std::string>& args) {
   std::string input = "perf.data", script_path;
@@ -138,8 +71,7 @@ int cmd_script(const std::vector<std::string>& args) {
     fprintf(stderr, "perf offwake script: %s\n", host.error().message().c_str());
     return kExitFailure;
   }
-  ScriptSession session(*reader, **host);
-  Status s = session.run();
+  Status s = run_session(*reader, **host);
   if (!s) {
     int status = (*host)->exit_status();
     if (status == 0) return kExitOk;  // sys.exit(0) from a handler

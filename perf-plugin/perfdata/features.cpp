@@ -162,7 +162,9 @@ Status decode_feature(int feature, std::span<const uint8_t> section, FileInfo& i
     case kFeatSampleTime:
       OFFWAKE_TRY(r.read(info.first_sample_time));
       return r.read(info.last_sample_time);
-    default: return ok_status();
+    default:
+      info.other_sections[feature].assign(section.begin(), section.end());
+      return ok_status();
   }
 }
 

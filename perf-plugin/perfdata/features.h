@@ -36,6 +36,7 @@ struct FileInfo {
   std::vector<BuildIdEntry> build_ids;
   uint64_t first_sample_time = 0, last_sample_time = 0;
   std::vector<int> features;  // the feature bits present
+  std::map<int, Bytes> other_sections;  // sections of features this reader does not decode
 };
 
 // Feature bit -> section bytes, in bit order (the order sections are laid out in a file).

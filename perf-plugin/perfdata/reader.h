@@ -45,6 +45,10 @@ class PerfDataReader {
 
   // The next data record; nullopt at the end.
   Result<std::optional<Record>> next();
+  // How far the reading is, in bytes of input, and the input's size (0 for a stream): for
+  // progress reports.
+  uint64_t input_offset() const { return offset_; }
+  uint64_t input_size() const { return src_ && src_->seekable() ? src_->size() : 0; }
 
  private:
   PerfDataReader() = default;

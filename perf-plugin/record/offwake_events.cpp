@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "offwake.h"
 #include "tracking/tracking_events.h"
 
 namespace offwake {
@@ -34,6 +35,26 @@ OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others) {
   // Far above anything the kernel hands out during one recording.
   uint64_t base = top + (uint64_t{1} << 32);
   return {base, base + 1};
+}
+
+const char* offwake_state_letters(uint32_t state) {
+  // TASK_IDLE is D|NOLOAD: an idle kernel thread's wait, "I" as ps and --state call it.
+  if ((state & (OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD)) ==
+      (OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD))
+    return "I";
+  if (state & 0x2) return "D";
+  if (state & 0x1) return "S";
+  return "R";
+}
+
+const char* offwake_waker_context(uint32_t flags) {
+  if (flags & OFFWAKE_WAKER_STILL_BLOCKED) return "still-blocked";
+  if (flags & OFFWAKE_WAKER_NONE) return "none";
+  if (flags & OFFWAKE_WAKER_EARLY) return "early";
+  if (flags & OFFWAKE_WAKER_NMI) return "nmi";
+  if (flags & OFFWAKE_WAKER_HARDIRQ) return "hardirq";
+  if (flags & OFFWAKE_WAKER_SOFTIRQ) return "softirq";
+  return "thread";
 }
 
 }  // namespace offwake

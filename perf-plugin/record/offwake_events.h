@@ -34,6 +34,12 @@ struct OffwakeEventIds {
 
 std::vector<perfdata::EventDesc> offwake_events(OffwakeEventIds ids);
 
+// The state a thread blocked in, as ps and --state name it: "S", "D", "I" (TASK_IDLE), "R".
+const char* offwake_state_letters(uint32_t state);
+// What woke a block, from OffwakeRaw::waker_flags: "thread", "hardirq", "softirq", "nmi",
+// "none" (no wakeup seen), "early" (woken before --min-block), "still-blocked".
+const char* offwake_waker_context(uint32_t waker_flags);
+
 // Ids above every kernel-assigned id of `others`, so the two cannot collide.
 OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others);
 

@@ -2,11 +2,15 @@
 #pragma once
 
 #include <cstdio>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "callchain/stack_ids.h"
 #include "offwake.h"
 #include "perfdata/bytes.h"
+#include "util/result.h"
 
 namespace offwake {
 
@@ -42,5 +46,8 @@ struct RecordStats {
 };
 
 void print_record_summary(FILE* out, const RecordStats& s);
+
+// The key=value lines of an encoded section (RecordStats::encode()).
+Result<std::vector<std::pair<std::string, uint64_t>>> decode_record_stats(std::span<const uint8_t> section);
 
 }  // namespace offwake

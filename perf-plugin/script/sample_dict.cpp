@@ -41,26 +41,6 @@ PyObject* symbol_dict(const symbolize::Symbol& s) {
   return d;
 }
 
-const char* state_letters(uint32_t state) {
-  // TASK_IDLE is D|NOLOAD: an idle kernel thread's wait, "I" as ps and --state call it.
-  if ((state & (OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD)) ==
-      (OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD))
-    return "I";
-  if (state & 0x2) return "D";
-  if (state & 0x1) return "S";
-  return "R";
-}
-
-const char* waker_context(uint32_t flags) {
-  if (flags & OFFWAKE_WAKER_STILL_BLOCKED) return "still-blocked";
-  if (flags & OFFWAKE_WAKER_NONE) return "none";
-  if (flags & OFFWAKE_WAKER_EARLY) return "early";
-  if (flags & OFFWAKE_WAKER_NMI) return "nmi";
-  if (flags & OFFWAKE_WAKER_HARDIRQ) return "hardirq";
-  if (flags & OFFWAKE_WAKER_SOFTIRQ) return "softirq";
-  return "thread";
-}
-
 }  // namespace
 
 // perf names a thread it never saw a COMM for ":TID".
@@ -119,7 +99,7 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
   if (blocked.raw.size() >= sizeof(OffwakeRaw)) {
     OffwakeRaw raw;
     std::memcpy(&raw, blocked.raw.data(), sizeof raw);
-    set(d, "state", PyUnicode_FromString(state_letters(raw.state)));
+    set(d, "state", PyUnicode_FromString(offwake_state_letters(raw.state)));
     set(d, "count", u64(raw.count));
     set(d, "max_ns", u64(raw.max_ns));
     if (waker) {
@@ -127,7 +107,7 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
       set(w, "comm", str(thread_name(waker->tid)));
       set(w, "pid", u64(waker->pid));
       set(w, "tid", u64(waker->tid));
-      set(w, "context", PyUnicode_FromString(waker_context(raw.waker_flags)));
+      set(w, "context", PyUnicode_FromString(offwake_waker_context(raw.waker_flags)));
       set(w, "callchain", callchain(waker->pid, waker->callchain).release());
       set(d, "waker", w);
     }

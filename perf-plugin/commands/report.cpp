@@ -1,0 +1,273 @@
+// perf offwake report: the picture people look at. Reads a recording (file or stream) and
+// prints a table of blocked stacks with their wakers (--stdio, the default), folded stacks
+// (--folded), an interactive off-wake flame graph (--svg) or a pprof profile (--pprof).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "commands/command.h"
+#include "commands/options.h"
+#include "report/flamegraph.h"
+#include "report/folded.h"
+#include "report/pprof.h"
+#include "report/profile.h"
+#include "report/stdio_report.h"
+#include "util/fd.h"
+
+namespace offwake {
+namespace {
+
+using report::Profile;
+
+// "1ms", "250us", "2s", "1500ns" -> ns; "0.5%" -> a share. A number without a unit is refused.
+struct Minimum {
+  uint64_t ns = 0;
+  double share = 0;  // percent
+};
+
+Status parse_minimum(const std::string& text, Minimum* out) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = strtod(text.c_str(), &end);
+  if (end == text.c_str() || errno || !std::isfinite(v) || v < 0)
+    return Error("--min '" + text + "': expected a time (1ms, 250us, 2s) or a share (0.5%)", EINVAL);
+  const std::string unit(end);
+  static const std::pair<const char*, double> kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  if (unit == "%") {
+    if (v > 100) return Error("--min '" + text + "': a share is at most 100%", EINVAL);
+    out->share = v;
+    return ok_status();
+  }
+  for (const auto& [name, scale] : kUnits) {
+    if (unit == name) {
+      out->ns = static_cast<uint64_t>(v * scale);
+      return ok_status();
+    }
+  }
+  return Error("--min '" + text + "': expected a time (1ms, 250us, 2s) or a share (0.5%)", EINVAL);
+}
+
+// "a,b,c" -> {a, b, c}
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Status parse_ids(const std::string& what, const std::string& text, std::set<uint32_t>* out) {
+  for (const auto& item : split_list(text)) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = strtoul(item.c_str(), &end, 10);
+    if (*end || errno || v > 0xffffffffu || item[0] == '-')
+      return Error("--" + what + " '" + item + "': not a number", EINVAL);
+    out->insert(static_cast<uint32_t>(v));
+  }
+  if (out->empty()) return Error("--" + what + ": an empty list", EINVAL);
+  return ok_status();
+}
+
+// Progress on stderr once reading has taken a second: a bar on a terminal, else a line
+// every 10%.
+class ProgressReporter {
+ public:
+  explicit ProgressReporter(std::string what) : what_(std::move(what)), tty_(isatty(2)), start_(now()) {}
+  ~ProgressReporter() {
+    if (shown_ && tty_) fprintf(stderr, "\r%*s\r", 72, "");
+  }
+  void update(uint64_t done, uint64_t total) {
+    const double elapsed = now() - start_;
+    if (elapsed < 1.0) return;
+    const int pct = total ? static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)) : -1;
+    if (tty_) {
+      if (elapsed - last_ < 0.2 && pct != 100) return;
+      last_ = elapsed;
+      if (pct >= 0) {
+        const int bars = pct / 4;
+        fprintf(stderr, "\rReading %s: [%-25.*s] %3d%%", what_.c_str(), bars, "#########################", pct);
+      } else {
+        fprintf(stderr, "\rReading %s: %.1f MB", what_.c_str(), static_cast<double>(done) / 1048576.0);
+      }
+    } else {
+      const int step = pct >= 0 ? pct / 10 : static_cast<int>(elapsed / 5);
+      if (step == last_step_) return;
+      last_step_ = step;
+      if (pct >= 0) fprintf(stderr, "perf offwake report: read %d%% of %s\n", pct, what_.c_str());
+      else fprintf(stderr, "perf offwake report: read %.1f MB of %s\n", static_cast<double>(done) / 1048576.0, what_.c_str());
+    }
+    shown_ = true;
+  }
+
+ private:
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  std::string what_;
+  bool tty_;
+  double start_, last_ = 0;
+  int last_step_ = -1;
+  bool shown_ = false;
+};
+
+// Writes `data` to `path` as a new 0600 file (through a temporary name, renamed when complete).
+Status write_file(const std::string& path, const void* data, size_t size) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::from_errno("creating " + tmp);
+  const auto* p = static_cast<const uint8_t*>(data);
+  size_t left = size;
+  while (left) {
+    ssize_t n = write(fd.get(), p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Error e = Error::from_errno("writing " + path);
+      unlink(tmp.c_str());
+      return e;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (fsync(fd.get()) != 0 || close(fd.release()) != 0) {
+    Error e = Error::from_errno("writing " + path);
+    unlink(tmp.c_str());
+    return e;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    Error e = Error::from_errno("renaming " + tmp + " to " + path);
+    unlink(tmp.c_str());
+    return e;
+  }
+  return ok_status();
+}
+
+std::string command_line(const Profile& p) {
+  std::string cmd;
+  for (const auto& a : p.info.host.cmdline) cmd += (cmd.empty() ? "" : " ") + a;
+  return cmd;
+}
+
+report::FlameGraphOptions flame_options(const Profile& p, const std::string& input, bool wallclock) {
+  report::FlameGraphOptions o;
+  o.title = wallclock ? "Wall-clock flame graph (on-CPU and off-CPU)" : "Off-wake time flame graph";
+  if (!p.info.host.cmdline.empty()) o.subtitle.push_back(command_line(p));
+  std::string host = input;
+  if (!p.info.host.hostname.empty()) host += " on " + p.info.host.hostname + " (Linux " + p.info.host.os_release + ")";
+  o.subtitle.push_back(host);
+  std::string totals = "off-CPU " + report::human_ns(p.off_cpu_ns) + " in " + std::to_string(p.blocks) + " blocks";
+  if (wallclock) totals += ", on-CPU " + report::human_ns(p.on_cpu_ns) + " in " + std::to_string(p.on_cpu_samples) + " samples";
+  o.subtitle.push_back(totals);
+  o.value_name = wallclock ? "time" : "off-CPU";
+  return o;
+}
+
+int fail(const std::string& message) {
+  fprintf(stderr, "perf offwake report: %s\n", message.c_str());
+  return kExitFailure;
+}
+
+int usage_error(const std::string& message) {
+  fprintf(stderr, "perf offwake report: %s (see 'perf offwake report -h')\n", message.c_str());
+  return kExitUsage;
+}
+
+int cmd_report(const std::vector<std::string>& args) {
+  std::string input = "perf.data", svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids;
+  bool stdio = false, folded = false, wallclock = false;
+  report::Filters filters;
+  std::vector<Option> table = {
+      string_option('i', "input", "file", &input, "input file name ('-' for standard input); default perf.data"),
+      flag_option(0, "stdio", &stdio, "the table of blocked stacks and their wakers (the default)"),
+      flag_option(0, "folded", &folded, "folded stacks on standard output (offwake-collapse.py's format)"),
+      string_option(0, "svg", "file", &svg, "write an interactive off-wake flame graph"),
+      string_option(0, "pprof", "file", &pprof, "write a gzipped pprof profile (go tool pprof, Parca, Pyroscope)"),
+      string_option(0, "unit", "ns|us", &unit, "unit of the folded weights (default ns)"),
+      string_option(0, "comm", "comm[,comm...]", &comms, "only these blocked (or sampled) threads' comms"),
+      string_option(0, "pid", "pid[,pid...]", &pids, "only these processes"),
+      string_option(0, "tid", "tid[,tid...]", &tids, "only these threads"),
+      string_option(0, "min", "time|share", &min_text, "leave out stacks below this (1ms, 250us, 0.5%)"),
+      flag_option(0, "kernel-only", &filters.kernel_only, "kernel frames only"),
+      flag_option(0, "user-only", &filters.user_only, "user frames only"),
+      flag_option(0, "no-waker", &filters.no_waker, "blocked stacks only, without their wakers"),
+      string_option(0, "sort", "key", &sort, "table order: time (default), count, avg, max"),
+      flag_option(0, "wallclock", &wallclock, "on-CPU and off-CPU time per stack in one view (--on-cpu recordings)"),
+  };
+  const std::vector<std::string> usage = {"perf offwake report [<options>]"};
+  ParsedArgs parsed;
+  if (auto exit = parse_command_line("report", args, table, usage, false, parsed)) return *exit;
+  if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
+  if (filters.kernel_only && filters.user_only) return usage_error("--kernel-only and --user-only exclude each other");
+  if (unit != "ns" && unit != "us") return usage_error("--unit must be ns or us, not '" + unit + "'");
+  report::StdioOptions so;
+  so.input = input;
+  if (sort == "time") so.sort = report::SortKey::kTime;
+  else if (sort == "count") so.sort = report::SortKey::kCount;
+  else if (sort == "avg") so.sort = report::SortKey::kAvg;
+  else if (sort == "max") so.sort = report::SortKey::kMax;
+  else return usage_error("--sort must be time, count, avg or max, not '" + sort + "'");
+  Minimum minimum;
+  if (!min_text.empty()) {
+    if (Status s = parse_minimum(min_text, &minimum); !s) return usage_error(s.error().message());
+  }
+  for (const auto& c : split_list(comms)) filters.comms.insert(c);
+  if (!pids.empty()) {
+    if (Status s = parse_ids("pid", pids, &filters.pids); !s) return usage_error(s.error().message());
+  }
+  if (!tids.empty()) {
+    if (Status s = parse_ids("tid", tids, &filters.tids); !s) return usage_error(s.error().message());
+  }
+  if (wallclock && filters.no_waker) filters.no_waker = false;  // wall-clock stacks have no waker anyway
+  if (!folded && svg.empty() && pprof.empty()) stdio = true;
+
+  std::optional<ProgressReporter> progress;
+  progress.emplace(input == "-" ? "standard input" : input);
+  auto loaded = report::load_profile(input, filters, [&](uint64_t done, uint64_t total) { progress->update(done, total); });
+  progress.reset();
+  if (!loaded) return fail(loaded.error().message());
+  Profile& profile = *loaded;
+  if (wallclock && !profile.on_cpu_samples)
+    fprintf(stderr, "perf offwake report: %s has no on-CPU samples (record with --on-cpu): off-CPU time only\n",
+            input.c_str());
+
+  // --min: stacks below it are left out of every output.
+  const uint64_t whole = profile.off_cpu_ns + (wallclock ? profile.on_cpu_ns : 0);
+  const uint64_t min_ns =
+      minimum.share > 0 ? static_cast<uint64_t>(std::ceil(minimum.share / 100.0 * static_cast<double>(whole))) : minimum.ns;
+  if (min_ns) std::erase_if(profile.stacks, [&](const report::Stack& s) { return s.ns < min_ns; });
+
+  if (stdio) print_stdio_report(stdout, profile, so);
+  if (folded) {
+    report::FoldedOptions fo;
+    fo.unit = unit == "us" ? report::Unit::kUs : report::Unit::kNs;
+    fo.wallclock = wallclock;
+    for (const auto& line : report::folded_lines(profile, fo)) fputs(line.c_str(), stdout);
+  }
+  if (fflush(stdout) != 0) return fail(std::string("writing standard output: ") + strerror(errno));
+  if (!svg.empty()) {
+    auto stacks = report::flame_stacks(profile, wallclock);
+    std::string doc = report::render_flamegraph_svg(stacks, flame_options(profile, input, wallclock));
+    if (Status s = write_file(svg, doc.data(), doc.size()); !s) return fail(s.error().message());
+    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks, %s)\n", svg.c_str(), stacks.size(),
+            report::human_ns(whole).c_str());
+  }
+  if (!pprof.empty()) {
+    auto bytes = report::encode_pprof(profile);
+    if (!bytes) return fail(bytes.error().message());
+    if (Status s = write_file(pprof, bytes->data(), bytes->size()); !s) return fail(s.error().message());
+    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks)\n", pprof.c_str(), profile.stacks.size());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_report(const std::vector<std::string>& args) { return cmd_report(args); }
+
+}  // namespace offwake

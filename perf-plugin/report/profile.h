@@ -1,0 +1,84 @@
+// A recording as the report outputs see it: every sample of a perf.data file or stream,
+// symbolized, off-CPU samples paired with their wakers, identical stacks summed. Readers
+// (the table, folded stacks, the flame graph, pprof) only format a Profile.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "perfdata/features.h"
+#include "util/result.h"
+
+namespace offwake::report {
+
+struct Frame {
+  std::string name;     // symbol, or "[unknown]"
+  std::string dso;      // "[kernel.kallsyms]", a file path, or "[unknown]"
+  uint64_t ip = 0;      // the first address seen for this frame
+  uint64_t dso_addr = 0;  // ip in the DSO's address space (file offset for user code)
+  bool kernel = false;
+  auto operator<=>(const Frame& o) const {  // identity: what perf report would merge
+    return std::tie(name, dso, kernel) <=> std::tie(o.name, o.dso, o.kernel);
+  }
+  bool operator==(const Frame& o) const { return name == o.name && dso == o.dso && kernel == o.kernel; }
+};
+
+struct Thread {
+  std::string comm;  // as perf shows it (":TID" when the file never named the thread)
+  uint32_t pid = 0, tid = 0;
+  auto operator<=>(const Thread&) const = default;
+};
+
+enum class Kind { kOffCpu, kOnCpu };
+
+// One stack with its summed time. Off-CPU: the blocked thread and its stack, and the thread
+// that woke it with its stack (pseudo threads such as "[hardirq]" are threads here too). On-CPU
+// (perf offwake record --on-cpu): the sampled thread and stack; no waker.
+struct Stack {
+  Kind kind = Kind::kOffCpu;
+  Thread thread;
+  std::vector<Frame> frames;  // leaf first, as in a callchain
+  std::string state;          // "S", "D", "I"; "" on-CPU
+  std::optional<Thread> waker;  // none: no offwake-waker sample followed the blocked one
+  std::vector<Frame> waker_frames;  // leaf first
+  std::string waker_context;  // "thread", "hardirq", "softirq", "nmi", "none", "early",
+                              // "still-blocked"; "" on-CPU or without a waker sample
+  uint64_t ns = 0;     // off-CPU: time blocked; on-CPU: sampled time (the periods)
+  uint64_t count = 0;  // off-CPU: blocks; on-CPU: samples
+  uint64_t max_ns = 0; // off-CPU: the longest block
+};
+
+// What the samples are filtered by, before they are summed. Empty sets keep everything.
+struct Filters {
+  std::set<std::string> comms;  // the blocked (or sampled) thread's comm
+  std::set<uint32_t> pids, tids;
+  bool kernel_only = false, user_only = false;  // frames kept, in both stacks
+  bool no_waker = false;                        // drop the waker (blocked stacks only)
+};
+
+struct Profile {
+  std::vector<Stack> stacks;  // summed: no two equal in every field above but the sums
+  perfdata::FileInfo info;    // host, command line, build ids
+  // perf offwake record's counters (the key=value feature section), in file order; empty
+  // for a stream or a recording made by something else.
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  std::string on_cpu_event;   // the sampling event's name, if any ("cpu-clock")
+  uint64_t off_cpu_ns = 0, on_cpu_ns = 0;  // totals after the filters
+  uint64_t blocks = 0, on_cpu_samples = 0;
+  uint64_t samples_read = 0;  // every sample of the input
+  uint64_t unpaired = 0;      // offwake-time samples with no waker sample after them
+  bool wakers_dropped = false;  // loaded with Filters::no_waker
+};
+
+// Called now and then while reading with (bytes read, total bytes or 0 for a stream).
+using Progress = std::function<void(uint64_t done, uint64_t total)>;
+
+// Reads `input` ("-" for standard input) into a Profile.
+Result<Profile> load_profile(const std::string& input, const Filters& filters, const Progress& progress = {});
+
+}  // namespace offwake::report

@@ -1,0 +1,146 @@
+#include "report/stdio_report.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace offwake::report {
+
+std::string human_ns(uint64_t ns) {
+  char buf[32];
+  if (ns < 1000) snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
+  else if (ns < 1000000) snprintf(buf, sizeof buf, "%.2f us", ns / 1e3);
+  else if (ns < 1000000000) snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  else snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+namespace {
+
+std::string chain(const std::vector<Frame>& frames, size_t max_frames = 12) {
+  if (frames.empty()) return "[no stack]";
+  std::string out;
+  for (size_t i = 0; i < frames.size() && i < max_frames; ++i) {
+    if (i) out += " <- ";
+    out += frames[i].name;
+  }
+  if (frames.size() > max_frames) out += " <- ...";
+  return out;
+}
+
+std::string thread_label(const Thread& t) {
+  if (t.tid >= 0x7ffffff0u) return t.comm;  // a pseudo thread ("[hardirq]", ...)
+  return t.comm + " " + std::to_string(t.pid) + "/" + std::to_string(t.tid);
+}
+
+struct Waker {
+  std::string label;
+  const std::vector<Frame>* frames = nullptr;
+  uint64_t ns = 0, count = 0;
+};
+
+struct Row {
+  const Stack* first = nullptr;  // thread, frames, state
+  uint64_t ns = 0, count = 0, max_ns = 0;
+  std::map<std::tuple<std::string, std::vector<Frame>>, Waker> wakers;
+};
+
+double share(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / whole : 0.0; }
+
+// Counters that mean something was lost or not seen, and what they are called here.
+const std::pair<const char*, const char*> kLossCounters[] = {
+    {"lost_blocks", "blocks lost"},
+    {"lost_wakeups", "wakeups lost"},
+    {"missing_kernel_stacks", "kernel stacks missing"},
+    {"missing_user_stacks", "user stacks missing"},
+    {"missed_wakeups", "blocks without a wakeup seen"},
+    {"late_block_ends", "blocks ended late"},
+    {"perf_records_lost", "perf records lost"},
+    {"forks_not_followed", "child processes not followed"},
+};
+
+}  // namespace
+
+void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
+  // Blocked stacks, summed over their wakers.
+  std::map<std::tuple<Thread, std::vector<Frame>, std::string>, Row> rows;
+  for (const Stack& s : p.stacks) {
+    if (s.kind != Kind::kOffCpu) continue;
+    Row& r = rows[{s.thread, s.frames, s.state}];
+    if (!r.first) r.first = &s;
+    r.ns += s.ns;
+    r.count += s.count;
+    r.max_ns = std::max(r.max_ns, s.max_ns);
+    if (p.wakers_dropped) continue;
+    const std::string label = s.waker ? thread_label(*s.waker) : "[unknown waker]";
+    Waker& w = r.wakers[{label, s.waker_frames}];
+    w.label = label;
+    w.frames = &s.waker_frames;
+    w.ns += s.ns;
+    w.count += s.count;
+  }
+  std::vector<const Row*> sorted;
+  for (const auto& [k, r] : rows) sorted.push_back(&r);
+  auto metric = [&](const Row* r) -> double {
+    switch (o.sort) {
+      case SortKey::kCount: return static_cast<double>(r->count);
+      case SortKey::kAvg: return r->count ? static_cast<double>(r->ns) / r->count : 0.0;
+      case SortKey::kMax: return static_cast<double>(r->max_ns);
+      default: return static_cast<double>(r->ns);
+    }
+  };
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const Row* a, const Row* b) { return metric(a) > metric(b); });
+
+  fprintf(out, "# perf offwake report of %s\n", o.input.c_str());
+  if (!p.info.host.cmdline.empty()) {
+    std::string cmd;
+    for (const auto& a : p.info.host.cmdline) cmd += (cmd.empty() ? "" : " ") + a;
+    fprintf(out, "# recorded by: %s\n", cmd.c_str());
+  }
+  if (!p.info.host.hostname.empty())
+    fprintf(out, "# host: %s, Linux %s\n", p.info.host.hostname.c_str(), p.info.host.os_release.c_str());
+  fprintf(out, "# off-CPU: %s in %llu blocks, %zu blocked stacks", human_ns(p.off_cpu_ns).c_str(),
+          static_cast<unsigned long long>(p.blocks), sorted.size());
+  if (p.on_cpu_samples)
+    fprintf(out, "; on-CPU (%s): %s in %llu samples", p.on_cpu_event.c_str(), human_ns(p.on_cpu_ns).c_str(),
+            static_cast<unsigned long long>(p.on_cpu_samples));
+  fprintf(out, "\n#\n");
+  fprintf(out, "# %10s %7s %8s %10s %10s  %s\n", "Total", "Share", "Count", "Avg", "Max",
+          "Thread [state]: blocked stack, leaf first");
+  for (const Row* r : sorted) {
+    const Stack& s = *r->first;
+    fprintf(out, "  %10s %6.2f%% %8llu %10s %10s  %s [%s]: %s\n", human_ns(r->ns).c_str(), share(r->ns, p.off_cpu_ns),
+            static_cast<unsigned long long>(r->count), human_ns(r->count ? r->ns / r->count : 0).c_str(),
+            human_ns(r->max_ns).c_str(), thread_label(s.thread).c_str(), s.state.c_str(), chain(s.frames).c_str());
+    std::vector<const Waker*> wakers;
+    for (const auto& [k, w] : r->wakers) wakers.push_back(&w);
+    std::stable_sort(wakers.begin(), wakers.end(), [](const Waker* a, const Waker* b) { return a->ns > b->ns; });
+    for (size_t i = 0; i < wakers.size() && i < o.wakers_per_stack; ++i)
+      fprintf(out, "  %10s %6.2f%% %8llu %21s    woken by %s: %s\n", human_ns(wakers[i]->ns).c_str(),
+              share(wakers[i]->ns, r->ns), static_cast<unsigned long long>(wakers[i]->count), "",
+              wakers[i]->label.c_str(), chain(*wakers[i]->frames).c_str());
+    if (wakers.size() > o.wakers_per_stack)
+      fprintf(out, "  %10s %7s %8s %21s    ... and %zu more wakers\n", "", "", "", "", wakers.size() - o.wakers_per_stack);
+  }
+
+  if (p.counters.empty()) return;
+  fprintf(out, "#\n# recording counters:");
+  uint64_t losses = 0;
+  std::string lost;
+  for (const auto& [key, value] : p.counters) {
+    for (const auto& [name, text] : kLossCounters) {
+      if (key != name) continue;
+      fprintf(out, " %s %llu;", text, static_cast<unsigned long long>(value));
+      if (value) {
+        losses += value;
+        lost += std::string(lost.empty() ? "" : ", ") + std::to_string(value) + " " + text;
+      }
+    }
+  }
+  fprintf(out, "\n");
+  if (losses)
+    fprintf(out, "# Warning: the recording did not see everything: %s (perf-offwake-record(1), LOSSES)\n",
+            lost.c_str());
+}
+
+}  // namespace offwake::report

@@ -1,0 +1,25 @@
+// The default output of perf offwake report: a table of blocked stacks by time, each with its
+// top wakers, and the recording's loss counters.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "report/profile.h"
+
+namespace offwake::report {
+
+enum class SortKey { kTime, kCount, kAvg, kMax };
+
+struct StdioOptions {
+  SortKey sort = SortKey::kTime;
+  size_t wakers_per_stack = 3;
+  std::string input;  // named in the header
+};
+
+void print_stdio_report(FILE* out, const Profile& profile, const StdioOptions& options);
+
+// "12.34 ms" and the like, as the bundled scripts print times.
+std::string human_ns(uint64_t ns);
+
+}  // namespace offwake::report
