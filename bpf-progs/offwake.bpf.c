@@ -125,6 +125,7 @@ struct pt_regs {
 #define TB_WAKE_ON_CPU OFFWAKE_TB_WAKE_ON_CPU
 #define TB_DEFER_USER OFFWAKE_TB_DEFER_USER
 #define TB_PENDING OFFWAKE_TB_PENDING
+#define TB_LAST_KEPT OFFWAKE_TB_LAST_KEPT
 
 const volatile struct offwake_config cfg = {
 	.state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I,
@@ -788,6 +789,15 @@ static __always_inline int waker_of_block(struct offwake_task_block *b)
 
 static int user_work_run(struct bpf_map *map, void *key, void *value);
 
+/* Whether t (not running) shares the memory of the task running on this CPU, which is not a
+ * kernel thread: then bpf_probe_read_user() reads t's user stack as well as its own. */
+static __always_inline int same_memory_as_current(struct task_struct *t)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	return cur->mm && cur->mm == t->mm && !(cur->flags & PF_NO_USER_STACK);
+}
+
 /* Has user_work_run called in t's context before t returns to user space (t is being
  * switched in, in the kernel). 0 if so, or if an earlier one is still to run, which then
  * serves; else -errno. */
@@ -867,6 +877,13 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 		b->pending_end = end;
 		b->pending_stamp = stamp;
 		b->pending_cpu = bpf_get_smp_processor_id();
+		if (!cfg.kernel_user_walker && same_memory_as_current(t)) {
+			/* A thread of the process on the CPU now: its memory is the current one,
+			 * so its stack is walked here, at no more cost than at switch-out. */
+			key->user_stack_id = user_stack_of(0, t, 0, scratch_slot(SLOT_SWITCH), c);
+			emit(key, start, end, stamp, bpf_get_smp_processor_id(), c);
+			return;
+		}
 		if (!cfg.user_task_work) {
 			b->flags |= TB_PENDING;
 			__sync_fetch_and_add(&parked, 1);
@@ -874,6 +891,7 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 		}
 		if (!schedule_user_work(t)) {
 			b->flags |= TB_PENDING;
+			COUNT(c, user_work_scheduled);
 			return;
 		}
 		COUNT(c, user_work_failed);
@@ -895,8 +913,11 @@ static __always_inline void emit_pending(struct offwake_task_block *b, __s64 use
 /* Whether a block of this length so far is dropped by the duration filters; counted. */
 static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delta, struct offwake_counters *c)
 {
-	if (duration_kept(delta))
+	if (duration_kept(delta)) {
+		b->flags |= TB_LAST_KEPT;
 		return 0;
+	}
+	b->flags &= ~TB_LAST_KEPT;
 	b->block_ts = 0;
 	b->flags &= ~TB_DEFER_USER;
 	if (!(b->flags & TB_WAKE_ON_CPU))
@@ -978,12 +999,15 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	b->flags &= ~TB_DEFER_USER;
 	if (prev->flags & PF_NO_USER_STACK) {
 		b->user_stack_id = OFFWAKE_NO_STACK;
-	} else if (lazy() && cfg.user_task_work) {
+	} else if (lazy() && cfg.user_task_work && !(b->flags & TB_LAST_KEPT)) {
 		/* The user registers stay as they are until the task is back in user space,
-		 * whether it entered the kernel by a system call or an exception. */
+		 * whether it entered the kernel by a system call or an exception. A task whose
+		 * last block was kept has its stack walked now instead: walking it later, cold,
+		 * from another task's context, costs more than walking it here. */
 		b->flags |= TB_DEFER_USER;
 	} else {
-		struct pt_regs *regs = lazy() ? (struct pt_regs *)bpf_task_pt_regs(prev) : 0;
+		struct pt_regs *regs =
+			lazy() && !(b->flags & TB_LAST_KEPT) ? (struct pt_regs *)bpf_task_pt_regs(prev) : 0;
 
 		/* orig_ax is the system call number inside one, -1 in an exception or interrupt. */
 		if (regs && (long)regs->orig_ax >= 0)

@@ -133,6 +133,8 @@ struct offwake_counters {
 	__u64 kernel_stack_not_traced; /* blocked kernel stacks not taken: switch-in not traced */
 	__u64 woken_early;          /* blocks kept that reached --min-block only on the run queue
 	                             * after their wakeup: the waker was not recorded (WAKER_EARLY) */
+	__u64 user_work_scheduled;  /* deferred user stacks taken by a task work (the others at
+	                             * switch-in, from a thread of the process on the CPU) */
 	__u64 user_work_failed;     /* deferred user stacks not taken: the return to user space
 	                             * could not be hooked (OFFWAKE_ERR_NO_TASK_WORK) */
 	__u64 agg_map_full;         /* blocks dropped: aggregation map full */
@@ -216,6 +218,9 @@ struct offwake_stored_stack {
                               * scheduler: it belongs to the block that switch-out starts */
 #define OFFWAKE_TB_DEFER_USER 0x4u   /* the open block's user stack is walked when the task returns to user space */
 #define OFFWAKE_TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
+#define OFFWAKE_TB_LAST_KEPT 0x10u   /* the task's last block passed the duration filters: its next
+                                      * one probably will too, so its user stack is walked at
+                                      * switch-out, while the stack is hot, not deferred */
 
 /* What a task left behind when it blocked, and who woke it: the value of the task_blocks
  * task storage map. Shared so that tests can set a task's state from user space. */

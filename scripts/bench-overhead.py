@@ -509,7 +509,10 @@ def verify_readable(args, path):
     first = ""
     try:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and select.select([p.stdout], [], [], 1)[0]:
+        while time.monotonic() < deadline:
+            # perf sorts the whole file before its first line: wait for it, up to the deadline.
+            if not select.select([p.stdout], [], [], 1)[0]:
+                continue
             line = p.stdout.readline()
             if not line or b"offwake-time" in line:
                 first = line.decode(errors="replace").strip()

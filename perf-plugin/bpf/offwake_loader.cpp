@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bpf/libbpf_log.h"
 #include "util/fd.h"
@@ -219,8 +221,34 @@ OffwakeBpf::~OffwakeBpf() = default;
 // recorded before wakeups stop being watched: otherwise a block that straddles the gap would
 // end with no waker and count as a missed wakeup. System call returns (lazy user stacks) are
 // watched before and after both, so that a block parked for its user stack finds it.
+// The stack store is a hash map without preallocation: its entries come from the kernel's
+// per-CPU BPF allocator caches, which start with one free entry of this size on each CPU and
+// are refilled from an interrupt. A program storing two new stacks in one run on a CPU, with
+// interrupts off as in sched_switch, would find the second allocation failing ("store full")
+// until a refill ran. One insertion and deletion from user space on every CPU has each
+// cache refilled to its high mark before the programs run.
+static void warm_stack_store(int store_fd, uint32_t value_size) {
+  cpu_set_t saved;
+  if (sched_getaffinity(0, sizeof saved, &saved) != 0) return;
+  std::vector<uint8_t> value(value_size);
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  for (long cpu = 0; cpu < cpus && cpu < CPU_SETSIZE; ++cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) continue;  // offline, or not allowed
+    // Key 0 is no stack id (store ids have bit 62 set): nothing a program looks up.
+    uint64_t key = 0;
+    for (int i = 0; i < 2; ++i) {
+      if (bpf_map_update_elem(store_fd, &key, value.data(), BPF_ANY) == 0) bpf_map_delete_elem(store_fd, &key);
+    }
+  }
+  sched_setaffinity(0, sizeof saved, &saved);
+}
+
 Status OffwakeBpf::attach() {
   LibbpfLogCapture log;
+  warm_stack_store(stack_store_fd(), bpf_map__value_size(skel_->maps.stack_store));
   struct {
     bpf_program* prog;
     bpf_link** link;

@@ -56,6 +56,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"kernel_stack_not_traced", c.kernel_stack_not_traced},
       {"woken_before_min_block", c.woken_early},
       {"user_stack_no_task_work", c.user_work_failed},
+      {"user_stacks_by_task_work", c.user_work_scheduled},
       {"sample_stacks", sample_stacks},
       {"tracking_records_skipped", tracking_undecodable},
       {"on_cpu_samples", on_cpu_samples},

@@ -17,7 +17,7 @@ std::string human_ns(uint64_t ns) {
 
 namespace {
 
-std::string chain(const std::vector<Frame>& frames, size_t max_frames = 12) {
+std::string chain(const std::vector<Frame>& frames, size_t max_frames = 20) {
   if (frames.empty()) return "[no stack]";
   std::string out;
   for (size_t i = 0; i < frames.size() && i < max_frames; ++i) {
