@@ -1,7 +1,10 @@
 #include "report/profile.h"
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "record/offwake_events.h"
 #include "record/record_stats.h"
@@ -14,17 +17,57 @@ namespace {
 using perfdata::EventDesc;
 using perfdata::SampleRecord;
 
-// Everything a Stack is keyed by (all but the sums).
-using StackKey = std::tuple<Kind, Thread, std::vector<Frame>, std::string, std::optional<Thread>,
-                            std::vector<Frame>, std::string>;
-
 struct Sums {
   uint64_t ns = 0, count = 0, max_ns = 0;
 };
 
+// A stack as ids of interned parts: samples are summed by these before anything is copied.
+struct PartsKey {
+  Kind kind;
+  uint32_t thread, frames, waker, waker_frames;  // waker 0: none
+  const char* state;                             // static strings
+  const char* context;
+  bool operator==(const PartsKey&) const = default;
+};
+
+struct PartsHash {
+  size_t operator()(const PartsKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.kind);
+    for (uint64_t v : {uint64_t{k.thread}, uint64_t{k.frames}, uint64_t{k.waker}, uint64_t{k.waker_frames},
+                       reinterpret_cast<uint64_t>(k.state), reinterpret_cast<uint64_t>(k.context)})
+      h = (h ^ v) * 0x100000001B3ull;
+    return h;
+  }
+};
+
+// A callchain as the sample has it: the process (its maps) and the ips with their contexts.
+struct RawChain {
+  uint32_t pid = 0;
+  std::vector<uint64_t> words;  // ip, context, ip, context, ...
+  bool operator==(const RawChain&) const = default;
+};
+
+struct RawChainHash {
+  size_t operator()(const RawChain& c) const {
+    uint64_t h = 0xCBF29CE484222325ull ^ c.pid;
+    for (uint64_t w : c.words) h = (h ^ w) * 0x100000001B3ull;
+    return h;
+  }
+};
+
+// Sums samples into a Profile. Each distinct callchain is symbolized once while the maps it
+// resolves against stay the same (a COMM, MMAP2, FORK or EXIT record starts afresh), and
+// frames, frame lists and threads are interned, so a sample costs a few hash lookups.
 class ProfileBuilder : public SampleVisitor {
  public:
-  ProfileBuilder(symbolize::Symbolizer& sym, const Filters& f, Profile& p) : sym_(sym), filters_(f), profile_(p) {}
+  ProfileBuilder(symbolize::Symbolizer& sym, const Filters& f, Profile& p) : sym_(sym), filters_(f), profile_(p) {
+    threads_.emplace_back();       // id 0: no thread
+  }
+
+  void observed(const perfdata::Record&) override {
+    chains_.clear();  // names may resolve differently from here on
+    thread_ids_by_tid_.clear();
+  }
 
   Status offwake(const EventDesc&, const SampleRecord& blocked, const SampleRecord* waker) override {
     ++profile_.samples_read;
@@ -33,19 +76,15 @@ class ProfileBuilder : public SampleVisitor {
     OffwakeRaw raw;
     const bool has_raw = blocked.raw.size() >= sizeof raw;
     if (has_raw) std::memcpy(&raw, blocked.raw.data(), sizeof raw);
-    std::optional<Thread> waker_thread;
-    std::vector<Frame> waker_frames;
-    std::string context;
+    PartsKey key{Kind::kOffCpu, thread_id(blocked), frames_id(blocked), 0, 0,
+                 has_raw ? offwake_state_letters(raw.state) : "", ""};
     if (waker && !filters_.no_waker) {
-      waker_thread = thread_of(*waker);
-      waker_frames = frames_of(*waker);
-      context = has_raw ? offwake_waker_context(raw.waker_flags) : "thread";
+      key.waker = thread_id(*waker);
+      key.waker_frames = frames_id(*waker);
+      key.context = has_raw ? offwake_waker_context(raw.waker_flags) : "thread";
     }
-    StackKey key{Kind::kOffCpu, thread_of(blocked), frames_of(blocked),
-                 has_raw ? offwake_state_letters(raw.state) : "", std::move(waker_thread), std::move(waker_frames),
-                 std::move(context)};
     const uint64_t count = has_raw && raw.count ? raw.count : 1;
-    add(std::move(key), blocked.period, count, has_raw && raw.max_ns ? raw.max_ns : blocked.period);
+    add(key, blocked.period, count, has_raw && raw.max_ns ? raw.max_ns : blocked.period);
     profile_.off_cpu_ns += blocked.period;
     profile_.blocks += count;
     return ok_status();
@@ -56,7 +95,7 @@ class ProfileBuilder : public SampleVisitor {
     ++profile_.samples_read;
     if (!wanted(s)) return ok_status();
     if (profile_.on_cpu_event.empty()) profile_.on_cpu_event = e.name;
-    add(StackKey{Kind::kOnCpu, thread_of(s), frames_of(s), "", std::nullopt, {}, ""}, s.period, 1, s.period);
+    add(PartsKey{Kind::kOnCpu, thread_id(s), frames_id(s), 0, 0, "", ""}, s.period, 1, s.period);
     profile_.on_cpu_ns += s.period;
     ++profile_.on_cpu_samples;
     return ok_status();
@@ -64,14 +103,25 @@ class ProfileBuilder : public SampleVisitor {
 
   void finish() {
     profile_.stacks.reserve(sums_.size());
-    for (auto& [k, v] : sums_) {
+    for (const auto& [k, v] : sums_) {
       Stack st;
-      std::tie(st.kind, st.thread, st.frames, st.state, st.waker, st.waker_frames, st.waker_context) = k;
+      st.kind = k.kind;
+      st.thread = threads_[k.thread];
+      st.frames = frame_lists_[k.frames];
+      st.state = k.state;
+      if (k.waker) st.waker = threads_[k.waker];
+      st.waker_frames = frame_lists_[k.waker_frames];
+      st.waker_context = k.context;
       st.ns = v.ns;
       st.count = v.count;
       st.max_ns = v.max_ns;
       profile_.stacks.push_back(std::move(st));
     }
+    // A stable order for every output.
+    std::sort(profile_.stacks.begin(), profile_.stacks.end(), [](const Stack& a, const Stack& b) {
+      return std::tie(a.kind, a.thread, a.frames, a.state, a.waker, a.waker_frames, a.waker_context) <
+             std::tie(b.kind, b.thread, b.frames, b.state, b.waker, b.waker_frames, b.waker_context);
+    });
   }
 
  private:
@@ -84,16 +134,37 @@ class ProfileBuilder : public SampleVisitor {
 
   std::string comm_of(uint32_t tid) const { return sym_.has_comm(tid) ? sym_.comm(tid) : ":" + std::to_string(tid); }
 
-  Thread thread_of(const SampleRecord& s) const { return Thread{comm_of(s.tid), s.pid, s.tid}; }
+  uint32_t thread_id(const SampleRecord& s) {
+    const uint64_t by = (uint64_t{s.pid} << 32) | s.tid;
+    if (auto it = thread_ids_by_tid_.find(by); it != thread_ids_by_tid_.end()) return it->second;
+    Thread t{comm_of(s.tid), s.pid, s.tid};
+    auto [it, inserted] = thread_ids_.emplace(t, static_cast<uint32_t>(threads_.size()));
+    if (inserted) threads_.push_back(std::move(t));
+    thread_ids_by_tid_.emplace(by, it->second);
+    return it->second;
+  }
 
-  std::vector<Frame> frames_of(const SampleRecord& s) {
+  uint32_t frames_id(const SampleRecord& s) {
+    RawChain raw{s.pid, {}};
+    raw.words.reserve(2 * s.callchain.frames().size());
+    for (const auto& f : s.callchain.frames()) {
+      raw.words.push_back(f.ip);
+      raw.words.push_back(static_cast<uint64_t>(f.context));
+    }
+    if (auto it = chains_.find(raw); it != chains_.end()) return it->second;
+    const uint32_t id = intern(symbolize(s));
+    chains_.emplace(std::move(raw), id);
+    return id;
+  }
+
+  std::vector<Frame> symbolize(const SampleRecord& s) {
     std::vector<Frame> out;
     const auto& resolved = sym_.resolve_cached(s.pid, s.callchain);
     out.reserve(resolved.size());
     for (size_t i = 0; i < resolved.size(); ++i) {
       const symbolize::ResolvedFrame& r = resolved[i];
-      const bool kernel = s.callchain.frames()[i].context == FrameContext::kKernel ||
-                          s.callchain.frames()[i].context == FrameContext::kGuestKernel;
+      const FrameContext ctx = s.callchain.frames()[i].context;
+      const bool kernel = ctx == FrameContext::kKernel || ctx == FrameContext::kGuestKernel;
       if ((filters_.kernel_only && !kernel) || (filters_.user_only && kernel)) continue;
       Frame f;
       f.name = r.sym ? r.sym->name : "[unknown]";
@@ -106,8 +177,14 @@ class ProfileBuilder : public SampleVisitor {
     return out;
   }
 
-  void add(StackKey key, uint64_t ns, uint64_t count, uint64_t max_ns) {
-    Sums& s = sums_[std::move(key)];
+  uint32_t intern(std::vector<Frame> frames) {
+    auto [it, inserted] = frame_ids_.emplace(std::move(frames), static_cast<uint32_t>(frame_lists_.size()));
+    if (inserted) frame_lists_.push_back(it->first);
+    return it->second;
+  }
+
+  void add(const PartsKey& key, uint64_t ns, uint64_t count, uint64_t max_ns) {
+    Sums& s = sums_[key];
     s.ns += ns;
     s.count += count;
     if (max_ns > s.max_ns) s.max_ns = max_ns;
@@ -116,7 +193,13 @@ class ProfileBuilder : public SampleVisitor {
   symbolize::Symbolizer& sym_;
   const Filters& filters_;
   Profile& profile_;
-  std::map<StackKey, Sums> sums_;
+  std::vector<Thread> threads_;
+  std::map<Thread, uint32_t> thread_ids_;
+  std::unordered_map<uint64_t, uint32_t> thread_ids_by_tid_;  // (pid, tid) -> id, until a record
+  std::vector<std::vector<Frame>> frame_lists_{std::vector<Frame>{}};  // id 0: no frames
+  std::map<std::vector<Frame>, uint32_t> frame_ids_{{std::vector<Frame>{}, 0}};
+  std::unordered_map<RawChain, uint32_t, RawChainHash> chains_;  // until a record
+  std::unordered_map<PartsKey, Sums, PartsHash> sums_;
 };
 
 }  // namespace

@@ -56,6 +56,7 @@ Status SampleStream::handle(const Record& r, SampleVisitor& visitor) {
   const auto* s = std::get_if<SampleRecord>(&r);
   if (!s) {
     symbolizer_.observe(r);
+    visitor.observed(r);
     return ok_status();
   }
   const perfdata::EventDesc* e = reader_.event_for(*s);

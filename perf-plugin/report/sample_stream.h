@@ -20,6 +20,8 @@ class SampleVisitor {
   // An offwake-time sample, and the offwake-waker sample right after it (null if none).
   virtual Status offwake(const perfdata::EventDesc& event, const perfdata::SampleRecord& blocked,
                          const perfdata::SampleRecord* waker) = 0;
+  // A non-sample record (COMM, MMAP2, FORK, EXIT, ...), after the symbolizer has seen it.
+  virtual void observed(const perfdata::Record&) {}
   // Every other sample, in order: on-CPU samples, and offwake-waker samples (right after the
   // offwake() call of the offwake-time sample they belong to, if any).
   virtual Status sample(const perfdata::EventDesc& event, const perfdata::SampleRecord& s) = 0;
