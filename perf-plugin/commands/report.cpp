@@ -14,6 +14,7 @@
 #include "commands/options.h"
 #include "report/flamegraph.h"
 #include "report/folded.h"
+#include "report/pprof.h"
 #include "report/profile.h"
 #include "report/stdio_report.h"
 #include "util/fd.h"
@@ -251,6 +252,12 @@ int cmd_report(const std::vector<std::string>& args) {
   if (fflush(stdout) != 0) return fail(std::string("writing standard output: ") + strerror(errno));
   // --svg: (the flame graph writer is wired in here)
   // --pprof: (the pprof writer is wired in here)
+  if (!pprof.empty()) {
+    auto bytes = report::encode_pprof(profile);
+    if (!bytes) return fail(bytes.error().message());
+    if (Status s = write_file(pprof, bytes->data(), bytes->size()); !s) return fail(s.error().message());
+    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks)\n", pprof.c_str(), profile.stacks.size());
+  }
   return kExitOk;
 }
 

@@ -1,0 +1,118 @@
+#include "support/go_pprof.h"
+
+#include <regex>
+#include <sstream>
+
+namespace offwake::test {
+
+RunResult go_pprof(const std::string& args) {
+  TempDir home;  // outlives the run: go and pprof write nothing anywhere else
+  const std::string env = "env HOME=" + home.path() + " GOPATH=" + home.file("go") + " GOCACHE=" + home.file("cache") +
+                          " GOMODCACHE=" + home.file("mod") + " PPROF_TMPDIR=" + home.file("pprof") +
+                          " GOENV=off GOFLAGS= GOTOOLCHAIN=local GOPROXY=off GOTELEMETRY=off" +
+                          " PATH=/usr/lib/go/bin:$PATH ";
+  return run(env + "go tool pprof " + args);
+}
+
+bool PprofRawSample::has_function(const std::string& name) const {
+  for (const auto& f : functions)
+    if (f == name) return true;
+  return false;
+}
+
+std::string PprofRawSample::label(const std::string& key) const {
+  auto it = labels.find(key);
+  return it == labels.end() ? "" : it->second;
+}
+
+int64_t PprofRaw::total(size_t value_index) const {
+  int64_t sum = 0;
+  for (const auto& s : samples)
+    if (value_index < s.values.size()) sum += s.values[value_index];
+  return sum;
+}
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+PprofRaw parse_pprof_raw(const std::string& text, std::string* error) {
+  // " 201481763         10: 1 2 3 " (values, then location ids)
+  static const std::regex sample_re(R"(^((?:\s+-?\d+)+):((?:\s+\d+)*)\s*$)");
+  // "                comm:[wl_pipe] state:[S]" (labels, sorted by key)
+  static const std::regex labels_re(R"(^ {16}\S)");
+  static const std::regex label_re(R"(([^\s:]+):\[(.*?)\](?=\s|$))");
+  // "     3: 0x55555555522e M=2 wl_wait_for_message /usr/bin/wl_pipe:0 s=0"
+  static const std::regex location_re(R"(^\s*(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(?:\[F\] )?(\S+) )");
+  PprofRaw p;
+  enum { kHeader, kSampleTypes, kSamples, kLocations, kMappings } section = kHeader;
+  std::istringstream in(text);
+  std::smatch m;
+  auto fail = [&](const std::string& line) {
+    if (error && error->empty()) *error = "unexpected line: '" + line + "'";
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (line == "Samples:") section = kSampleTypes;
+    else if (line == "Locations") section = kLocations;
+    else if (line == "Mappings") section = kMappings;
+    else if (section == kHeader) {
+      if (starts_with(line, "Comment: ")) p.comments.push_back(line.substr(9));
+      else if (starts_with(line, "PeriodType: ")) p.period_type = line.substr(12);
+      else if (starts_with(line, "Period: ")) p.period = std::stoll(line.substr(8));
+    } else if (section == kSampleTypes) {
+      p.sample_types = words(line);
+      section = kSamples;
+    } else if (section == kSamples) {
+      if (std::regex_match(line, m, sample_re)) {
+        PprofRawSample s;
+        for (const auto& v : words(m[1].str())) s.values.push_back(std::stoll(v));
+        for (const auto& id : words(m[2].str())) s.location_ids.push_back(std::stoull(id));
+        p.samples.push_back(std::move(s));
+      } else if (std::regex_search(line, labels_re) && !p.samples.empty()) {
+        for (auto it = std::sregex_iterator(line.begin(), line.end(), label_re); it != std::sregex_iterator(); ++it)
+          p.samples.back().labels[(*it)[1].str()] = (*it)[2].str();
+      } else {
+        fail(line);
+      }
+    } else if (section == kLocations) {
+      if (std::regex_search(line, m, location_re)) p.location_functions[std::stoull(m[1].str())] = m[2].str();
+      else fail(line);
+    } else if (!line.empty()) {
+      p.mappings.push_back(line);
+    }
+  }
+  for (auto& s : p.samples)
+    for (uint64_t id : s.location_ids) {
+      auto it = p.location_functions.find(id);
+      if (it == p.location_functions.end()) fail("no location " + std::to_string(id));
+      else s.functions.push_back(it->second);
+    }
+  return p;
+}
+
+PprofTop parse_pprof_top(const std::string& text) {
+  // "202259595ns 49.53% 49.53% 202259595ns 49.53%  wl_wait_for_message"
+  static const std::regex row_re(R"(^\s*(\S+)\s+\S+%\s+\S+%\s+(\S+)\s+\S+%\s+(.+)$)");
+  static const std::regex total_re(R"(^Showing nodes accounting for .*% of (\S+) total)");
+  PprofTop top;
+  std::istringstream in(text);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (starts_with(line, "File: ")) top.file = line.substr(6);
+    else if (starts_with(line, "Type: ")) top.type = line.substr(6);
+    else if (std::regex_search(line, m, total_re)) top.total = m[1].str();
+    else if (std::regex_match(line, m, row_re) && m[1].str() != "flat") top.rows[m[3].str()] = {m[1].str(), m[2].str()};
+  }
+  return top;
+}
+
+}  // namespace offwake::test
