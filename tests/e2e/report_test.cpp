@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/perf_script.h"
+#include "support/recording.h"
 #include "support/run.h"
 
 namespace offwake::test {
@@ -17,27 +18,6 @@ namespace {
 const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 const std::string kScripts = OFFWAKE_SOURCE_DIR "/scripts/";
-
-struct Recording {
-  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
-  std::string data;
-  RunResult record;
-  Truth truth;
-};
-
-// One recording per workload (and options), made once for all tests of this file.
-const Recording& recording(const std::string& workload, const std::string& options = "") {
-  static std::map<std::string, Recording> cache;
-  const std::string key = workload + "|" + options;
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  Recording& r = cache[key];
-  r.data = r.dir->file("perf.data");
-  r.record = run(kOffwake + " record " + options + " -o " + r.data + " -- " + kWorkloads + workload);
-  auto truths = parse_truth(r.record.out);
-  if (truths.size() == 1) r.truth = truths[0];
-  return r;
-}
 
 RunResult report(const Recording& r, const std::string& args) {
   return run(kOffwake + " report -i " + r.data + " " + args);

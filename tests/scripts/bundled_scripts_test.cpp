@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "support/perf_script.h"
+#include "support/recording.h"
 #include "support/run.h"
 
 namespace offwake::test {
@@ -20,26 +21,10 @@ const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 const std::string kScripts = OFFWAKE_SOURCE_DIR "/scripts/";
 
-// One recording of a workload, made once for all tests of this file.
-struct Recording {
-  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
-  std::string data;
-  RunResult record;
-  Truth truth;
-};
-
+// One recording of a workload, made once for all tests of this file; wl_spin_block with
+// --on-cpu: the scripts must skip the cpu-clock samples.
 const Recording& recording(const std::string& workload) {
-  static std::map<std::string, Recording> cache;
-  auto it = cache.find(workload);
-  if (it != cache.end()) return it->second;
-  Recording& r = cache[workload];
-  r.data = r.dir->file("perf.data");
-  // wl_spin_block with --on-cpu: the scripts must skip the cpu-clock samples.
-  std::string opts = workload == "wl_spin_block" ? "--on-cpu " : "";
-  r.record = run(kOffwake + " record " + opts + "-o " + r.data + " -- " + kWorkloads + workload);
-  auto truths = parse_truth(r.record.out);
-  if (truths.size() == 1) r.truth = truths[0];
-  return r;
+  return test::recording(workload, workload == "wl_spin_block" ? "--on-cpu" : "");
 }
 
 // `perf script -i DATA -s scripts/NAME [-- ARGS]`.
