@@ -13,6 +13,7 @@ packages=(
   clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev
   libtraceevent-dev python3 python3-dev libgtest-dev asciidoctor man-db libiberty-dev
   linux-perf "linux-source-$kver" binutils
+  chromium fonts-dejavu-core
 )
 
 . "$top/scripts/apt-install-missing.sh"
