@@ -14,6 +14,7 @@ packages=(
   libtraceevent-dev python3 python3-dev libgtest-dev asciidoctor man-db libiberty-dev
   linux-perf "linux-source-$kver" binutils
   golang-go  # go tool pprof, the reader the --pprof tests check against
+  chromium fonts-dejavu-core  # headless Chromium renders and drives the flame graph in the tests
 )
 
 . "$top/scripts/apt-install-missing.sh"

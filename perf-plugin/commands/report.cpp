@@ -250,8 +250,15 @@ int cmd_report(const std::vector<std::string>& args) {
     for (const auto& line : report::folded_lines(profile, fo)) fputs(line.c_str(), stdout);
   }
   if (fflush(stdout) != 0) return fail(std::string("writing standard output: ") + strerror(errno));
-  // --svg: (the flame graph writer is wired in here)
-  // --pprof: (the pprof writer is wired in here)
+  if (!svg.empty()) {
+    const std::vector<report::FlameStack> stacks = report::flame_stacks(profile, wallclock);
+    uint64_t shown_ns = 0;
+    for (const auto& s : stacks) shown_ns += s.value;
+    const std::string doc = report::render_flamegraph_svg(stacks, flame_options(profile, input, wallclock));
+    if (Status s = write_file(svg, doc.data(), doc.size()); !s) return fail(s.error().message());
+    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks, %s)\n", svg.c_str(), stacks.size(),
+            report::human_ns(shown_ns).c_str());
+  }
   if (!pprof.empty()) {
     auto bytes = report::encode_pprof(profile);
     if (!bytes) return fail(bytes.error().message());
