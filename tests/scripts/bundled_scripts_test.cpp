@@ -168,7 +168,15 @@ TEST_P(Workload, TopNamesBlockingFunctionTimeAndWaker) {
     static const std::map<std::string, double> kUnit = {
         {"ns", 1}, {"us", 1e3}, {"\u00b5s", 1e3}, {"ms", 1e6}, {"s", 1e9}};
     ASSERT_TRUE(kUnit.count(unit)) << lines[i];
-    expect_within_5_percent(std::stod(value) * kUnit.at(unit), r_->truth.blocked_ns);
+    // A block whose switch-in the kernel did not trace (counted as ended late) lost its
+    // kernel stack, so its time is under another row: allowed for, one block each.
+    const double recorded = std::stod(value) * kUnit.at(unit);
+    const double late = static_cast<double>(blocks_ended_late(r_->record.err)) *
+                        static_cast<double>(r_->truth.blocked_ns) / static_cast<double>(std::max<uint64_t>(r_->truth.count, 1));
+    if (late == 0 || recorded > 0.95 * static_cast<double>(r_->truth.blocked_ns))
+      expect_within_5_percent(recorded, r_->truth.blocked_ns);
+    else
+      EXPECT_GE(recorded, 0.95 * static_cast<double>(r_->truth.blocked_ns) - late) << r_->record.err;
     ASSERT_LT(i + 1, lines.size());
     EXPECT_NE(lines[i + 1].find("woken by"), std::string::npos) << lines[i + 1];
     EXPECT_NE(lines[i + 1].find(r_->truth.waker_function), std::string::npos) << res.out;

@@ -142,7 +142,10 @@ uint64_t summary_count(const std::string& record_stderr, const std::string& tail
   auto at = record_stderr.find(tail);
   if (at == std::string::npos) return 0;
   auto start = record_stderr.rfind(' ', at - 1);
-  return std::stoull(record_stderr.substr(start + 1, at - start - 1));
+  // The number may follow a parenthesis: "(3 no wakeup seen, ...".
+  start = record_stderr.find_first_of("0123456789", start + 1);
+  if (start == std::string::npos || start >= at) return 0;
+  return std::stoull(record_stderr.substr(start, at - start));
 }
 
 uint64_t blocks_without_waker(const std::string& record_stderr) {
