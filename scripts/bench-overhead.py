@@ -500,6 +500,9 @@ SUMMARY_KEYS = re.compile(r"([\d,]+) distinct (?:stacks|keys)")
 SUMMARY_MB = re.compile(r"Captured and wrote ([\d.]+) MB")
 
 
+READABLE_WAIT_S = 120  # perf sorts and resolves the whole file before its first line
+
+
 def verify_readable(args, path):
     """perf script reads the file: its first sample is an offwake-time sample."""
     perf = shutil.which(args.perf)
@@ -508,7 +511,7 @@ def verify_readable(args, path):
     p = spawn([perf, "script", "-i", path], subprocess.PIPE, subprocess.DEVNULL, tracer=False)
     first = ""
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + READABLE_WAIT_S
         while time.monotonic() < deadline:
             # perf sorts the whole file before its first line: wait for it, up to the deadline.
             if not select.select([p.stdout], [], [], 1)[0]:
@@ -520,7 +523,7 @@ def verify_readable(args, path):
     finally:
         kill_group(p)
         p.stdout.close()
-    return f"yes: {first}" if first else "NO: perf script printed no offwake-time sample"
+    return f"yes: {first}" if first else f"NO: perf script printed no offwake-time sample within {READABLE_WAIT_S} s"
 
 
 def keys_rounds(args, offwakes, tmp):
