@@ -89,18 +89,23 @@ uint64_t late_blocks(const Capture& c) {
 bool woken_early(const Aggregate& a) { return a.key.waker_flags & OFFWAKE_WAKER_EARLY; }
 
 // Keyed with the waker's thread and frames, or (with_waker false) without either.
-std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool with_waker) {
+// With `fault_user_frames` false, the user frames of blocks in uninterruptible sleep (page
+// faults, exec) are left out of the key (see OwnUserWalkGivesTheKernelsFrames).
+std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool with_waker,
+                             bool fault_user_frames = true) {
   AggregateSamples convert(*c.stacks, OffwakeEventIds{1, 2}, &kallsyms);
-  auto ips = [](const Callchain& chain) {
+  auto ips = [&](const Callchain& chain, bool user = true) {
     Frames f;
-    for (const Frame& fr : chain.frames()) f.push_back(fr.ip);
+    for (const Frame& fr : chain.frames())
+      if (user || fr.context == FrameContext::kKernel) f.push_back(fr.ip);
     return f;
   };
   std::map<Key, Sum> out;
   for (const Aggregate& a : c.aggregates) {
     if (ended_late(a) || (with_waker && woken_early(a))) continue;
     auto [blocked, waker] = convert.convert(a, 1);
-    Sum& s = out[{a.key.tid, ips(blocked.callchain), with_waker ? a.key.waker_tid : 0,
+    const bool user = fault_user_frames || !(a.key.state & OFFWAKE_STATE_UNINTERRUPTIBLE);
+    Sum& s = out[{a.key.tid, ips(blocked.callchain, user), with_waker ? a.key.waker_tid : 0,
                   with_waker ? ips(waker.callchain) : Frames{}, a.key.state}];
     s.ns += a.value.total_ns;
     s.count += a.value.count;
@@ -129,10 +134,10 @@ std::string describe(const Key& k) {
 // for a few hundred microseconds. A block counted twice or lost would be 20 ms off. The
 // wakers are the same, stacks frame for frame, but for blocks whose lazy capture did not
 // record them (see woken_early).
-void expect_same(const Capture& a, const Capture& b) {
+void expect_same(const Capture& a, const Capture& b, bool fault_user_frames = true) {
   auto kallsyms = Kallsyms::load();
   ASSERT_TRUE(kallsyms.ok());
-  auto ma = by_stacks(a, *kallsyms, false), mb = by_stacks(b, *kallsyms, false);
+  auto ma = by_stacks(a, *kallsyms, false, fault_user_frames), mb = by_stacks(b, *kallsyms, false, fault_user_frames);
   ASSERT_FALSE(ma.empty());
   for (const auto& [k, s] : ma) {
     SCOPED_TRACE(describe(k));
@@ -144,7 +149,7 @@ void expect_same(const Capture& a, const Capture& b) {
         << s.ns << " vs " << it->second.ns;
   }
   EXPECT_EQ(ma.size(), mb.size());
-  auto wa = by_stacks(a, *kallsyms, true), wb = by_stacks(b, *kallsyms, true);
+  auto wa = by_stacks(a, *kallsyms, true, fault_user_frames), wb = by_stacks(b, *kallsyms, true, fault_user_frames);
   const uint64_t early = early_blocks(a) + early_blocks(b);
   uint64_t unmatched = 0;
   for (const auto& [k, s] : wa) {
@@ -230,8 +235,14 @@ TEST_P(Capture3, OwnUserWalkGivesTheKernelsFrames) {
   Truth t;
   ASSERT_NO_FATAL_FAILURE(run_under(GetParam(), {"-n", "10", "-m", "20"}, {own, kernel}, &caps, &t));
   expect_truth_seen(GetParam(), caps[0], t);
-  expect_same(caps[0], caps[1]);
-  expect_same(caps[1], caps[0]);
+  // The workloads block in interruptible sleep, in code with frame pointers. The user frames
+  // of their other blocks (uninterruptible: page faults and exec at start-up, in the dynamic
+  // loader or the test's own child before exec, code without frame pointers whose rbp holds
+  // whatever it held) are not compared: the kernel's walk follows such a chain wherever it
+  // can read (it has no ordering check), ours stops at the first link that does not point up
+  // the stack. Their kernel frames, counts and times are compared as for every block.
+  expect_same(caps[0], caps[1], false);
+  expect_same(caps[1], caps[0], false);
   EXPECT_EQ(caps[0].counters.stack_walk_failed[OFFWAKE_USER], 0u);
 }
 
