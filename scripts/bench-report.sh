@@ -18,5 +18,5 @@ for out in "--stdio" "--folded" "--svg $tmp/big.svg" "--pprof $tmp/big.pb.gz"; d
   # shellcheck disable=SC2086
   "$offwake" report -i "$tmp/big.data" $out > /dev/null 2> "$tmp/report.err"
   end=$(date +%s.%N)
-  printf 'perf offwake report %-8s %6.2f s\n' "${out%% *}" "$(echo "$end - $start" | bc)"
+  printf 'perf offwake report %-8s %6.2f s\n' "${out%% *}" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')"
 done
