@@ -12,6 +12,8 @@
 
 #include "commands/command.h"
 #include "commands/options.h"
+#include "perfdata/sink.h"
+#include "perfdata/writer.h"
 #include "report/flamegraph.h"
 #include "report/folded.h"
 #include "report/pprof.h"
@@ -117,35 +119,18 @@ class ProgressReporter {
   bool shown_ = false;
 };
 
-// Writes `data` to `path` as a new 0600 file (through a temporary name, renamed when complete).
+// Writes `data` to `path` as a new 0600 file, through a temporary name that is removed unless
+// the whole file made it to disk (perf.data's PendingFile and FdSink).
 Status write_file(const std::string& path, const void* data, size_t size) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd.valid()) return Error::from_errno("creating " + tmp);
-  const auto* p = static_cast<const uint8_t*>(data);
-  size_t left = size;
-  while (left) {
-    ssize_t n = write(fd.get(), p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Error e = Error::from_errno("writing " + path);
-      unlink(tmp.c_str());
-      return e;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (fsync(fd.get()) != 0 || close(fd.release()) != 0) {
-    Error e = Error::from_errno("writing " + path);
-    unlink(tmp.c_str());
-    return e;
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    Error e = Error::from_errno("renaming " + tmp + " to " + path);
-    unlink(tmp.c_str());
-    return e;
-  }
-  return ok_status();
+  perfdata::PendingFile pending(tmp);
+  perfdata::FdSink sink(std::move(fd), path, false);
+  OFFWAKE_TRY(sink.write({static_cast<const uint8_t*>(data), size}));
+  OFFWAKE_TRY(sink.flush());
+  if (fsync(sink.fd()) != 0) return Error::from_errno("writing " + path);
+  return pending.commit(path);
 }
 
 std::string command_line(const Profile& p) {
