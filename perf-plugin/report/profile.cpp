@@ -128,16 +128,14 @@ class ProfileBuilder : public SampleVisitor {
   bool wanted(const SampleRecord& s) const {
     if (!filters_.pids.empty() && !filters_.pids.count(s.pid)) return false;
     if (!filters_.tids.empty() && !filters_.tids.count(s.tid)) return false;
-    if (!filters_.comms.empty() && !filters_.comms.count(comm_of(s.tid))) return false;
+    if (!filters_.comms.empty() && !filters_.comms.count(sym_.thread_name(s.tid))) return false;
     return true;
   }
-
-  std::string comm_of(uint32_t tid) const { return sym_.has_comm(tid) ? sym_.comm(tid) : ":" + std::to_string(tid); }
 
   uint32_t thread_id(const SampleRecord& s) {
     const uint64_t by = (uint64_t{s.pid} << 32) | s.tid;
     if (auto it = thread_ids_by_tid_.find(by); it != thread_ids_by_tid_.end()) return it->second;
-    Thread t{comm_of(s.tid), s.pid, s.tid};
+    Thread t{sym_.thread_name(s.tid), s.pid, s.tid};
     auto [it, inserted] = thread_ids_.emplace(t, static_cast<uint32_t>(threads_.size()));
     if (inserted) threads_.push_back(std::move(t));
     thread_ids_by_tid_.emplace(by, it->second);

@@ -43,11 +43,6 @@ PyObject* symbol_dict(const symbolize::Symbol& s) {
 
 }  // namespace
 
-// perf names a thread it never saw a COMM for ":TID".
-std::string SampleDicts::thread_name(uint32_t tid) const {
-  return sym_.has_comm(tid) ? sym_.comm(tid) : ":" + std::to_string(tid);
-}
-
 PyRef SampleDicts::callchain(uint32_t pid, const Callchain& chain) {
   PyRef list(PyList_New(0));
   for (const symbolize::ResolvedFrame& f : sym_.resolve_cached(pid, chain)) {
@@ -83,7 +78,7 @@ Result<PyRef> SampleDicts::build(const perfdata::EventDesc& event, const perfdat
   set(d, "sample", sample);
   set(d, "raw_buf", PyBytes_FromStringAndSize(reinterpret_cast<const char*>(s.raw.data()),
                                               static_cast<Py_ssize_t>(s.raw.size())));
-  set(d, "comm", str(thread_name(s.tid)));
+  set(d, "comm", str(sym_.thread_name(s.tid)));
 
   symbolize::ResolvedFrame top = sym_.resolve(s.pid, s.ip, context_of(s.misc));
   if (top.mapped) set(d, "dso", str(top.dso));
@@ -104,7 +99,7 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
     set(d, "max_ns", u64(raw.max_ns));
     if (waker) {
       PyObject* w = PyDict_New();
-      set(w, "comm", str(thread_name(waker->tid)));
+      set(w, "comm", str(sym_.thread_name(waker->tid)));
       set(w, "pid", u64(waker->pid));
       set(w, "tid", u64(waker->tid));
       set(w, "context", PyUnicode_FromString(offwake_waker_context(raw.waker_flags)));

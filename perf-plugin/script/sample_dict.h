@@ -23,7 +23,6 @@ class SampleDicts {
 
  private:
   PyRef callchain(uint32_t pid, const Callchain& chain);
-  std::string thread_name(uint32_t tid) const;
 
   symbolize::Symbolizer& sym_;
 };

@@ -201,6 +201,10 @@ bool Symbolizer::has_comm(uint32_t tid) const {
   return it != impl_->threads.end() && it->second.comm_set;
 }
 
+std::string Symbolizer::thread_name(uint32_t tid) const {
+  return has_comm(tid) ? comm(tid) : ":" + std::to_string(tid);
+}
+
 ResolvedFrame Symbolizer::resolve(uint32_t pid, uint64_t ip, FrameContext context) {
   return impl_->resolve(pid, ip, context, stats_);
 }

@@ -64,6 +64,8 @@ class Symbolizer {
   const std::string& comm(uint32_t tid) const;
   // Whether the file named the thread; perf shows ":TID" for one it did not.
   bool has_comm(uint32_t tid) const;
+  // The thread's name as perf shows it: its comm, or ":TID".
+  std::string thread_name(uint32_t tid) const;
   ResolvedFrame resolve(uint32_t pid, uint64_t ip, FrameContext context);
   std::vector<ResolvedFrame> resolve(uint32_t pid, const Callchain& chain);
   // The batched form: the frames of a chain, resolved once per distinct chain of a process
