@@ -32,6 +32,9 @@
 #define OFFWAKE_ERR_NO_TASK_WORK 37     /* ENOLCK: a deferred user stack could not be scheduled for
                                          * the task's return to user space (no task-work entry) */
 #define OFFWAKE_ERR_EXEC 116            /* ESTALE: the task exec'd before its user stack was taken */
+#define OFFWAKE_ERR_IN_PROGRESS 115     /* EINPROGRESS: a chain hop's user stack, still to be walked
+                                         * (on the task's way back to user space) when the task
+                                         * woke the next one */
 
 /* Task states at switch-out, as the scheduler passes them (include/linux/sched.h). The key
  * stores the raw value, so TASK_KILLABLE (WAKEKILL|UNINTERRUPTIBLE) and TASK_IDLE
@@ -60,6 +63,45 @@
                                    * woken_early) */
 #define OFFWAKE_WAKER_IRQ_MASK (OFFWAKE_WAKER_HARDIRQ | OFFWAKE_WAKER_SOFTIRQ | OFFWAKE_WAKER_NMI)
 
+/* Wakeup chains (--chain-depth N > 1): who woke the waker, hop by hop. Hop 1 is the key's
+ * own waker. Hop k > 1 is the latest block of hop k-1's waker before that wakeup (its stacks
+ * and state), and the waker of that block (its thread and stacks). A hop's stacks were taken
+ * when that block ended and when it was woken: a chain walks no stack of its own; the ids
+ * are copied from task to task at sched_waking.
+ * Why a chain has no further hop (offwake_chain.end): */
+#define OFFWAKE_CHAIN_END_NONE 0     /* no chain was asked for (--chain-depth 1) */
+#define OFFWAKE_CHAIN_END_DEPTH 1    /* --chain-depth reached */
+#define OFFWAKE_CHAIN_END_IRQ 2      /* the last waker is an interrupt: nothing blocked */
+#define OFFWAKE_CHAIN_END_KTHREAD 3  /* the last waker is a kernel thread */
+#define OFFWAKE_CHAIN_END_UNSEEN 4   /* the last waker was not seen blocking before its wakeup
+                                      * (since the recording began, or ever: not a target, or a
+                                      * state --state leaves out) */
+#define OFFWAKE_CHAIN_END_NOT_KEPT 5 /* the last waker's latest block was dropped by --min-block
+                                      * or --max-block: it has no stacks */
+#define OFFWAKE_CHAIN_END_NO_WAKER 6 /* the last block has no recorded waker (none seen, woken
+                                      * before --min-block, or still blocked at the stop) */
+#define OFFWAKE_MAX_CHAIN_DEPTH 8
+
+/* Hop k > 1 of a chain. The blocked thread is the previous hop's waker. */
+struct offwake_hop {
+	__s64 kern_stack_id;       /* the block: its stacks and state, as in offwake_key */
+	__s64 user_stack_id;
+	__u32 state;
+	__u32 waker_flags;         /* its waker, as the key's waker fields */
+	__u32 waker_tgid;
+	__u32 waker_tid;
+	__u64 waker_ident;
+	__s64 waker_kern_stack_id;
+	__s64 waker_user_stack_id;
+	char waker_comm[OFFWAKE_COMM_LEN];
+};
+
+struct offwake_chain {
+	__u32 hops; /* hops after the first that are filled in, hop[0 .. hops-1]; the rest is zero */
+	__u32 end;  /* OFFWAKE_CHAIN_END_*: why there is no further hop */
+	struct offwake_hop hop[OFFWAKE_MAX_CHAIN_DEPTH - 1];
+};
+
 /* One aggregation bucket: a blocked thread, the stacks it blocked in, and who woke it how.
  * In interrupt context the waker is not the interrupted task: waker_tgid/tid are 0, the
  * waker comm is "[hardirq]", "[softirq]" or "[nmi]", the waker kernel stack is the
@@ -82,7 +124,16 @@ struct offwake_key {
 	__u64 waker_ident;       /* waker task, likewise; 0 for interrupt and unknown wakers */
 	char comm[OFFWAKE_COMM_LEN];       /* blocked thread, at switch-out */
 	char waker_comm[OFFWAKE_COMM_LEN]; /* waker thread, at sched_waking */
+	/* --chain-depth > 1 only: the aggregation map's key, and a timeline event, end after
+	 * chain.hop[depth - 2] (offwake_key_size()); with depth 1 before `chain`. */
+	struct offwake_chain chain;
 };
+
+/* Bytes of struct offwake_key that are used (hashed, compared, sent) at a chain depth. */
+#define OFFWAKE_KEY_BASE_SIZE __builtin_offsetof(struct offwake_key, chain)
+#define OFFWAKE_KEY_SIZE(depth)                                                                     \
+	((depth) > 1 ? __builtin_offsetof(struct offwake_key, chain.hop) + ((depth) - 1) * sizeof(struct offwake_hop) \
+		     : OFFWAKE_KEY_BASE_SIZE)
 
 struct offwake_value {
 	__u64 total_ns; /* summed blocked time (switch-out to switch-in) */
@@ -101,14 +152,16 @@ struct offwake_value {
  * and a block whose user stack is taken on the way back to user space is sent then): a
  * reader that needs global order must sort. */
 struct offwake_event {
-	struct offwake_key key;
 	__u64 start_ns; /* switch-out */
 	__u64 end_ns;   /* switch-in, or the late end (see late_ends) */
 	__u64 stamp_ns; /* the sample's time: the wakeup (both threads were who the key says
 	                 * then; the waker may be gone by the end), or the start if none */
 	__u32 cpu;      /* CPU on which the end was seen */
 	__u32 reserved;
+	/* Last: with --chain-depth 1 the event ends before key.chain (OFFWAKE_EVENT_BASE_SIZE). */
+	struct offwake_key key;
 };
+#define OFFWAKE_EVENT_BASE_SIZE (__builtin_offsetof(struct offwake_event, key) + OFFWAKE_KEY_BASE_SIZE)
 
 /* Index into the [2] arrays of struct offwake_counters. */
 #define OFFWAKE_KERNEL 0
@@ -195,7 +248,8 @@ struct offwake_config {
 	__u32 user_task_work;      /* lazily, deferred user stacks are walked by a task work run on
 	                            * the task's return to user space (bpf_task_work_schedule_resume,
 	                            * Linux 6.18), not by a program on every system call exit */
-	__u32 reserved;
+	__u32 chain_depth;         /* hops of wakeup chain per block, 1 .. OFFWAKE_MAX_CHAIN_DEPTH
+	                            * (1: the waker only) */
 	__u64 user_stack_limit;    /* a user frame lies within this many bytes above the stack
 	                            * pointer (the thread's stack size limit) */
 	/* Distance from this CPU's runqueue to its preempt_count, both static per-CPU
@@ -246,6 +300,12 @@ struct offwake_task_block {
 	__u64 pending_stamp;
 	__u32 pending_cpu;
 	__u32 pending_reserved;
+	/* --chain-depth > 1 only. `chain`: the hops after the recorded waker, copied from the
+	 * waker's `last` at the wakeup. `last`: this task's latest block seen as a hop, for the
+	 * tasks it wakes: last.hop[0] is the block and its waker, last.hop[1..] that block's
+	 * chain; last.hops == 0 when there is none to give (last.end says why, 0: never seen). */
+	struct offwake_chain chain;
+	struct offwake_chain last;
 };
 
 #endif /* OFFWAKE_H */

@@ -10,12 +10,15 @@
 namespace offwake::bpf {
 
 Status deliver_event(const void* data, size_t size, const EventCallback& cb) {
-  if (size != sizeof(offwake_event))
+  // Without a wakeup chain the BPF side sends the event without its key's chain.
+  if (size != sizeof(offwake_event) && size != OFFWAKE_EVENT_BASE_SIZE)
     return Error("timeline event of " + std::to_string(size) + " bytes, expected " +
-                     std::to_string(sizeof(offwake_event)) + " (BPF object and loader disagree)",
+                     std::to_string(OFFWAKE_EVENT_BASE_SIZE) + " or " + std::to_string(sizeof(offwake_event)) +
+                     " (BPF object and loader disagree)",
                  EPROTO);
   offwake_event e;
-  std::memcpy(&e, data, sizeof(e));
+  std::memset(&e, 0, sizeof e);
+  std::memcpy(&e, data, size);
   return cb(e);
 }
 

@@ -290,11 +290,10 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
 // read until the kernel's count of sent blocks is reached, or a second has passed.
 Status Recorder::write_events(bool drain) {
   auto write = [&](const offwake_event& e) -> Status {
-    auto [blocked, waker] = converter_->convert(e);
-    OFFWAKE_TRY(writer_->write(blocked));
-    OFFWAKE_TRY(writer_->write(waker));
+    auto samples = converter_->convert(e);
+    for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
     ++stats_.timeline_events;
-    stats_.blocked_ns += blocked.period;
+    stats_.blocked_ns += samples.front().period;
     return ok_status();
   };
   if (!drain) {
@@ -324,9 +323,7 @@ Status Recorder::write_aggregates() {
   // A batch at a time: a recording of 100,000 keys need not hold them all.
   OFFWAKE_TRY(bpf_->visit_aggregates([&](std::span<const bpf::Aggregate> batch) -> Status {
     for (const auto& a : batch) {
-      auto [blocked, waker] = convert.convert(a, time);
-      OFFWAKE_TRY(writer_->write(blocked));
-      OFFWAKE_TRY(writer_->write(waker));
+      for (const auto& s : convert.convert(a, time)) OFFWAKE_TRY(writer_->write(s));
       stats_.blocked_ns += a.value.total_ns;
       ++stats_.keys;
     }

@@ -1,5 +1,7 @@
 #include "record/aggregate_samples.h"
 
+#include <algorithm>
+
 namespace offwake {
 
 const PseudoWaker* pseudo_waker(uint32_t flags) {
@@ -27,49 +29,71 @@ Callchain AggregateSamples::build(StackIds ids) {
   return chain;
 }
 
-std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggregate& a,
-                                                                                    uint64_t fallback_time) {
+perfdata::SampleRecord AggregateSamples::sample(uint64_t id, uint32_t pid, uint32_t tid, uint64_t time,
+                                                uint64_t period, StackIds stacks) {
+  perfdata::SampleRecord s;
+  s.id = id;
+  s.pid = pid;
+  s.tid = tid;
+  s.time = time;
+  s.period = period;
+  s.callchain = build(stacks);
+  s.ip = s.callchain.empty() ? 0 : s.callchain.frames().front().ip;
+  return s;
+}
+
+// Interrupt wakers carry the interrupt's kernel stack; they and unknown wakers belong to a
+// pseudo-thread whose comm names them.
+perfdata::SampleRecord AggregateSamples::waker_sample(uint64_t id, uint32_t flags, uint32_t tgid, uint32_t tid,
+                                                      uint64_t time, uint64_t period, StackIds stacks) {
+  if (const PseudoWaker* p = pseudo_waker(flags)) tgid = tid = p->tid;
+  perfdata::SampleRecord s = sample(id, tgid, tid, time, period, stacks);
+  if (s.callchain.empty()) s.misc = PERF_RECORD_MISC_KERNEL;
+  return s;
+}
+
+std::vector<perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggregate& a, uint64_t fallback_time) {
   const offwake_key& k = a.key;
   // A time at which both threads were who the key says: perf resolves comm, maps and exits
-  // as of the sample's time. The waker sample has the same time, so that it stays next to
-  // its blocked sample when perf sorts.
+  // as of the sample's time. The waker and hop samples have the same time, so that they stay
+  // next to their blocked sample when perf sorts.
   const uint64_t time = a.value.last_ns ? a.value.last_ns : fallback_time;
-  perfdata::SampleRecord blocked;
-  blocked.id = ids_.time;
-  blocked.pid = k.tgid;
-  blocked.tid = k.tid;
-  blocked.time = time;
-  blocked.period = a.value.total_ns;
-  blocked.callchain = build(bpf::blocked_stacks(k));
-  blocked.ip = blocked.callchain.empty() ? 0 : blocked.callchain.frames().front().ip;
+  const uint64_t period = a.value.total_ns;
+  std::vector<perfdata::SampleRecord> out;
+  out.push_back(sample(ids_.time, k.tgid, k.tid, time, period, bpf::blocked_stacks(k)));
   OffwakeRaw raw;
   raw.state = k.state;
   raw.count = a.value.count;
   raw.max_ns = a.value.max_ns;
   raw.waker_flags = k.waker_flags;
+  const uint32_t hops = ids_.hop_blocked ? std::min<uint32_t>(k.chain.hops, OFFWAKE_MAX_CHAIN_DEPTH - 1) : 0;
+  if (ids_.hop_blocked) raw.chain = make_chain(hops, k.chain.end);
   const auto* bytes = reinterpret_cast<const uint8_t*>(&raw);
-  blocked.raw.assign(bytes, bytes + sizeof raw);
+  out[0].raw.assign(bytes, bytes + sizeof raw);
 
-  // Interrupt wakers carry the interrupt's kernel stack; they and unknown wakers belong to a
-  // pseudo-thread whose comm names them.
-  perfdata::SampleRecord waker;
-  waker.id = ids_.waker;
-  waker.pid = k.waker_tgid;
-  waker.tid = k.waker_tid;
-  if (const PseudoWaker* p = pseudo_waker(k.waker_flags)) waker.pid = waker.tid = p->tid;
-  waker.time = time;
-  waker.period = a.value.total_ns;
-  waker.callchain = build(bpf::waker_stacks(k));
-  waker.ip = waker.callchain.empty() ? 0 : waker.callchain.frames().front().ip;
-  if (waker.callchain.empty()) waker.misc = PERF_RECORD_MISC_KERNEL;
-  return {std::move(blocked), std::move(waker)};
+  out.push_back(waker_sample(ids_.waker, k.waker_flags, k.waker_tgid, k.waker_tid, time, period,
+                             bpf::waker_stacks(k)));
+  // Hop k's block is the previous hop's waker's.
+  uint32_t tgid = k.waker_tgid, tid = k.waker_tid;
+  for (uint32_t i = 0; i < hops; ++i) {
+    const offwake_hop& h = k.chain.hop[i];
+    OffwakeRawHop rh{h.state, h.waker_flags};
+    const auto* hb = reinterpret_cast<const uint8_t*>(&rh);
+    out[0].raw.insert(out[0].raw.end(), hb, hb + sizeof rh);
+    out.push_back(sample(ids_.hop_blocked, tgid, tid, time, period, {h.kern_stack_id, h.user_stack_id}));
+    out.push_back(waker_sample(ids_.hop_waker, h.waker_flags, h.waker_tgid, h.waker_tid, time, period,
+                               {h.waker_kern_stack_id, h.waker_user_stack_id}));
+    tgid = h.waker_tgid;
+    tid = h.waker_tid;
+  }
+  return out;
 }
 
-std::pair<perfdata::SampleRecord, perfdata::SampleRecord> AggregateSamples::convert(const offwake_event& e) {
+std::vector<perfdata::SampleRecord> AggregateSamples::convert(const offwake_event& e) {
   const uint64_t ns = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
   bpf::Aggregate one{e.key, offwake_value{ns, 1, ns, e.stamp_ns}};
   auto samples = convert(one, e.end_ns);
-  samples.first.cpu = samples.second.cpu = e.cpu;
+  for (auto& s : samples) s.cpu = e.cpu;
   return samples;
 }
 

@@ -1,8 +1,9 @@
 // Where a BPF aggregate becomes perf samples: stack ids go through CallchainBuilder into the
-// one Callchain type, and out as an offwake-time sample and its offwake-waker sample.
+// one Callchain type, and out as an offwake-time sample, its offwake-waker sample, and with a
+// wakeup chain an offwake-hop-blocked and an offwake-hop-waker sample per further hop.
 #pragma once
 
-#include <utility>
+#include <vector>
 
 #include "bpf/aggregates.h"
 #include "callchain/stack_ids.h"
@@ -40,13 +41,13 @@ class AggregateSamples {
   AggregateSamples(const StackTraceSource& stacks, OffwakeEventIds ids, const Kallsyms* kallsyms = nullptr)
       : builder_(stacks), ids_(ids), kallsyms_(kallsyms) {}
 
-  // The blocked sample then the waker sample of one aggregate, stamped with the aggregate's
-  // last_ns (a time both threads had the key's identity), or `fallback_time` without one.
-  std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const bpf::Aggregate& a,
-                                                                    uint64_t fallback_time);
+  // The blocked sample, the waker sample, then the hop samples of one aggregate, stamped
+  // with the aggregate's last_ns (a time both threads had the key's identity), or
+  // `fallback_time` without one. Hop samples only when the event ids have hop events.
+  std::vector<perfdata::SampleRecord> convert(const bpf::Aggregate& a, uint64_t fallback_time);
   // The same for one block of --timeline: stamped with its wakeup (or its start without one),
   // on the CPU where it ended.
-  std::pair<perfdata::SampleRecord, perfdata::SampleRecord> convert(const offwake_event& e);
+  std::vector<perfdata::SampleRecord> convert(const offwake_event& e);
 
   // Stacks that could not be had, per half, over blocked and waker stacks alike.
   const StackLosses& kernel_losses() const { return builder_.kernel_losses(); }
@@ -56,6 +57,11 @@ class AggregateSamples {
 
  private:
   Callchain build(StackIds ids);
+  perfdata::SampleRecord sample(uint64_t id, uint32_t pid, uint32_t tid, uint64_t time, uint64_t period,
+                                StackIds stacks);
+  // A waker's sample: interrupt and unknown wakers belong to a pseudo-thread.
+  perfdata::SampleRecord waker_sample(uint64_t id, uint32_t flags, uint32_t tgid, uint32_t tid, uint64_t time,
+                                      uint64_t period, StackIds stacks);
 
   CallchainBuilder builder_;
   OffwakeEventIds ids_;

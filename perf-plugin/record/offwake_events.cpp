@@ -25,16 +25,34 @@ static perfdata::EventDesc sample_event(const char* name, uint64_t id) {
 std::vector<perfdata::EventDesc> offwake_events(OffwakeEventIds ids) {
   perfdata::EventDesc time = sample_event(kOffwakeTimeEvent, ids.time);
   time.attr.sample_type |= PERF_SAMPLE_RAW;
-  return {time, sample_event(kOffwakeWakerEvent, ids.waker)};
+  std::vector<perfdata::EventDesc> events = {time, sample_event(kOffwakeWakerEvent, ids.waker)};
+  if (ids.hop_blocked) {
+    events.push_back(sample_event(kOffwakeHopBlockedEvent, ids.hop_blocked));
+    events.push_back(sample_event(kOffwakeHopWakerEvent, ids.hop_waker));
+  }
+  return events;
 }
 
-OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others) {
+OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others, bool chain) {
   uint64_t top = 0;
   for (const auto& e : others)
     for (uint64_t id : e.ids) top = std::max(top, id);
   // Far above anything the kernel hands out during one recording.
   uint64_t base = top + (uint64_t{1} << 32);
-  return {base, base + 1};
+  if (!chain) return {base, base + 1};
+  return {base, base + 1, base + 2, base + 3};
+}
+
+const char* offwake_chain_end_name(uint32_t end) {
+  switch (end) {
+    case OFFWAKE_CHAIN_END_DEPTH: return "depth";
+    case OFFWAKE_CHAIN_END_IRQ: return "interrupt";
+    case OFFWAKE_CHAIN_END_KTHREAD: return "kthread";
+    case OFFWAKE_CHAIN_END_UNSEEN: return "unseen";
+    case OFFWAKE_CHAIN_END_NOT_KEPT: return "not-kept";
+    case OFFWAKE_CHAIN_END_NO_WAKER: return "no-waker";
+    default: return "";
+  }
 }
 
 const char* offwake_state_letters(uint32_t state) {

@@ -1,9 +1,16 @@
-// The two events our samples belong to, as they appear in perf.data:
-//   offwake-time   pid/tid/comm of the blocked thread, its kernel+user callchain,
-//                  period = nanoseconds blocked
-//   offwake-waker  the waker's pid/tid and its kernel+user callchain, same period; it
-//                  immediately follows the offwake-time sample it belongs to.
-// Both are software BPF_OUTPUT events, as perf's own off-CPU samples are.
+// The events our samples belong to, as they appear in perf.data:
+//   offwake-time         pid/tid/comm of the blocked thread, its kernel+user callchain,
+//                        period = nanoseconds blocked
+//   offwake-waker        hop 1: the waker's pid/tid and its kernel+user callchain, same period;
+//                        it immediately follows the offwake-time sample it belongs to.
+// With --chain-depth N > 1 (only then are these two events in the file), each further hop
+// k = 2 .. N that was recorded follows as two samples, same time and period:
+//   offwake-hop-blocked  the previous hop's waker (pid/tid): its latest block before that
+//                        wakeup, kernel+user callchain
+//   offwake-hop-waker    who woke that block (pid/tid, a pseudo-thread for an interrupt or an
+//                        unknown waker as for offwake-waker): its callchain at the wakeup
+// The offwake-time sample's raw data says how many hop pairs follow and why the chain ends.
+// All are software BPF_OUTPUT events, as perf's own off-CPU samples are.
 #pragma once
 
 #include <vector>
@@ -22,17 +29,39 @@ struct OffwakeRaw {
   uint64_t count = 0;        // blocks summed in this sample
   uint64_t max_ns = 0;       // the longest of them
   uint32_t waker_flags = 0;  // OFFWAKE_WAKER_* (hardirq, softirq, nmi, none, kthread)
-  uint32_t reserved = 0;
+  // --chain-depth > 1: bits 0-7 the hops after the first that follow (each an
+  // offwake-hop-blocked and an offwake-hop-waker sample), bits 8-15 OFFWAKE_CHAIN_END_*. 0
+  // without a chain (depth 1), so that such a recording is what it always was.
+  uint32_t chain = 0;
 };
 static_assert(sizeof(OffwakeRaw) == 32);
+// After OffwakeRaw, one of these per further hop, in hop order (hop 2 first).
+struct OffwakeRawHop {
+  uint32_t state = 0;        // of the hop's block
+  uint32_t waker_flags = 0;  // of the hop's waker
+};
+static_assert(sizeof(OffwakeRawHop) == 8);
+inline uint32_t chain_hops(uint32_t chain) { return chain & 0xff; }
+inline uint32_t chain_end(uint32_t chain) { return (chain >> 8) & 0xff; }
+inline uint32_t make_chain(uint32_t hops, uint32_t end) { return (hops & 0xff) | (end & 0xff) << 8; }
+
 constexpr const char* kOffwakeWakerEvent = "offwake-waker";
+constexpr const char* kOffwakeHopBlockedEvent = "offwake-hop-blocked";
+constexpr const char* kOffwakeHopWakerEvent = "offwake-hop-waker";
 
 struct OffwakeEventIds {
   uint64_t time = 0;
   uint64_t waker = 0;
+  uint64_t hop_blocked = 0;  // 0: no chain events (--chain-depth 1)
+  uint64_t hop_waker = 0;
 };
 
+// The event descriptions; the two hop events only when `ids` has them.
 std::vector<perfdata::EventDesc> offwake_events(OffwakeEventIds ids);
+
+// Why a chain ends, as scripts and reports name it: "" (no chain recorded), "depth",
+// "interrupt", "kthread", "unseen", "not-kept", "no-waker".
+const char* offwake_chain_end_name(uint32_t end);
 
 // The state a thread blocked in, as ps and --state name it: "S", "D", "I" (TASK_IDLE), "R".
 const char* offwake_state_letters(uint32_t state);
@@ -40,7 +69,8 @@ const char* offwake_state_letters(uint32_t state);
 // "none" (no wakeup seen), "early" (woken before --min-block), "still-blocked".
 const char* offwake_waker_context(uint32_t waker_flags);
 
-// Ids above every kernel-assigned id of `others`, so the two cannot collide.
-OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others);
+// Ids above every kernel-assigned id of `others`, so the two cannot collide; the hop events'
+// ids too with `chain`.
+OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others, bool chain = false);
 
 }  // namespace offwake

@@ -103,7 +103,9 @@ std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool wi
   std::map<Key, Sum> out;
   for (const Aggregate& a : c.aggregates) {
     if (ended_late(a) || (with_waker && woken_early(a))) continue;
-    auto [blocked, waker] = convert.convert(a, 1);
+    auto samples = convert.convert(a, 1);
+    const auto& blocked = samples.at(0);
+    const auto& waker = samples.at(1);
     const bool user = fault_user_frames || !(a.key.state & OFFWAKE_STATE_UNINTERRUPTIBLE);
     Sum& s = out[{a.key.tid, ips(blocked.callchain, user), with_waker ? a.key.waker_tid : 0,
                   with_waker ? ips(waker.callchain) : Frames{}, a.key.state}];

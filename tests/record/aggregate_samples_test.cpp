@@ -68,7 +68,10 @@ class AggregateSamplesTest : public ::testing::Test {
 TEST_F(AggregateSamplesTest, BlockedSampleCarriesThreadStacksAndNanoseconds) {
   Kallsyms k = test_kallsyms(dir);
   AggregateSamples convert(table, ids, &k);
-  auto [blocked, waker] = convert.convert(aggregate(0), 5555);
+  auto samples = convert.convert(aggregate(0), 5555);
+  ASSERT_EQ(samples.size(), 2u);
+  const auto& blocked = samples[0];
+  const auto& waker = samples[1];
   EXPECT_EQ(blocked.id, 1000u);
   EXPECT_EQ(blocked.pid, 100u);
   EXPECT_EQ(blocked.tid, 101u);
@@ -92,21 +95,23 @@ TEST_F(AggregateSamplesTest, BlockedSampleCarriesThreadStacksAndNanoseconds) {
 
 TEST_F(AggregateSamplesTest, WithoutKallsymsNothingIsDropped) {
   AggregateSamples convert(table, ids);
-  auto [blocked, waker] = convert.convert(aggregate(0), 1);
+  auto samples = convert.convert(aggregate(0), 1);
+  const auto& blocked = samples.at(0);
+  const auto& waker = samples.at(1);
   EXPECT_EQ(blocked.callchain.count(FrameContext::kKernel), 2u);
   EXPECT_EQ(waker.callchain.count(FrameContext::kKernel), 2u);
 }
 
 TEST_F(AggregateSamplesTest, InterruptAndUnknownWakersGetNamedPseudoThreads) {
   AggregateSamples convert(table, ids);
-  EXPECT_EQ(convert.convert(aggregate(OFFWAKE_WAKER_HARDIRQ), 1).second.tid, kHardirqWaker.tid);
-  EXPECT_EQ(convert.convert(aggregate(OFFWAKE_WAKER_SOFTIRQ), 1).second.tid, kSoftirqWaker.tid);
-  EXPECT_EQ(convert.convert(aggregate(OFFWAKE_WAKER_NMI), 1).second.tid, kNmiWaker.tid);
-  auto none = convert.convert(aggregate(OFFWAKE_WAKER_NONE), 1).second;
+  EXPECT_EQ(convert.convert(aggregate(OFFWAKE_WAKER_HARDIRQ), 1).at(1).tid, kHardirqWaker.tid);
+  EXPECT_EQ(convert.convert(aggregate(OFFWAKE_WAKER_SOFTIRQ), 1).at(1).tid, kSoftirqWaker.tid);
+  EXPECT_EQ(convert.convert(aggregate(OFFWAKE_WAKER_NMI), 1).at(1).tid, kNmiWaker.tid);
+  auto none = convert.convert(aggregate(OFFWAKE_WAKER_NONE), 1).at(1);
   EXPECT_EQ(none.pid, kUnknownWaker.tid);
   EXPECT_EQ(none.tid, kUnknownWaker.tid);
   // A kernel-thread waker is a real thread.
-  EXPECT_EQ(convert.convert(aggregate(OFFWAKE_WAKER_KTHREAD), 1).second.tid, 202u);
+  EXPECT_EQ(convert.convert(aggregate(OFFWAKE_WAKER_KTHREAD), 1).at(1).tid, 202u);
   for (const PseudoWaker& p : kPseudoWakers) EXPECT_GT(p.tid, 4194304u) << "above PID_MAX_LIMIT";
 }
 
@@ -115,7 +120,8 @@ TEST_F(AggregateSamplesTest, MissingStacksAreCountedPerHalf) {
   bpf::Aggregate a = aggregate(0);
   a.key.user_stack_id = -EFAULT;
   a.key.kern_stack_id = 99;  // gone from the map
-  auto [blocked, waker] = convert.convert(a, 1);
+  auto samples = convert.convert(a, 1);
+  const auto& blocked = samples.at(0);
   EXPECT_TRUE(blocked.callchain.empty());
   EXPECT_EQ(convert.user_losses().walk_failed, 1u);
   EXPECT_EQ(convert.kernel_losses().lookup_failed, 1u);
