@@ -152,9 +152,11 @@ struct {
 	__uint(max_entries, 16384);
 } stack_store SEC(".maps");
 
+/* The loader sets key_size to the part of struct offwake_key the chain depth uses
+ * (OFFWAKE_KEY_SIZE): a key without a chain is hashed and compared without one. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct offwake_key);
+	__uint(key_size, sizeof(struct offwake_key));
 	__type(value, struct offwake_value);
 	__uint(max_entries, 16384);
 } aggregates SEC(".maps");
@@ -331,6 +333,13 @@ static __always_inline int state_wanted(__u32 state)
 static __always_inline int lazy(void)
 {
 	return !cfg.eager && (cfg.min_block_ns || cfg.max_block_ns);
+}
+
+/* Wakeup chains (--chain-depth > 1). Constant after load: with depth 1 the verifier drops
+ * every chain branch, and nothing of this runs. */
+static __always_inline int chains(void)
+{
+	return cfg.chain_depth > 1;
 }
 
 static __always_inline int duration_kept(__u64 delta)
@@ -747,7 +756,11 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 {
 	struct offwake_event *e;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	/* Without a chain, the event ends where the key's chain would start. */
+	if (chains())
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&events, OFFWAKE_EVENT_BASE_SIZE, 0);
 	if (!e) {
 		if (c) {
 			c->ringbuf_drops++;
@@ -755,7 +768,10 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 		}
 		return;
 	}
-	__builtin_memcpy(&e->key, key, sizeof(e->key));
+	if (chains())
+		__builtin_memcpy(&e->key, key, sizeof(e->key));
+	else
+		__builtin_memcpy(&e->key, key, OFFWAKE_KEY_BASE_SIZE);
 	e->start_ns = start;
 	e->end_ns = end;
 	e->stamp_ns = stamp;
@@ -778,6 +794,68 @@ static __always_inline void emit(struct offwake_key *key, __u64 start, __u64 end
 static __always_inline void clear_waker(struct offwake_task_block *b)
 {
 	b->flags &= ~(TB_WAKER | TB_WAKE_ON_CPU);
+}
+
+/* dst->hop[i] = src[i] for the first n hops that the depth has room for. */
+static __always_inline void copy_hops(struct offwake_hop *dst, const struct offwake_hop *src, __u32 n)
+{
+#pragma unroll
+	for (int i = 0; i < OFFWAKE_MAX_CHAIN_DEPTH - 1; i++) {
+		if (i + 1 >= cfg.chain_depth || i >= n)
+			break;
+		__builtin_memcpy(&dst[i], &src[i], sizeof(dst[i]));
+	}
+}
+
+/* b's block, just finished as `key` with user stack id `user`, becomes the task's latest
+ * block: the first hop of the chains of the tasks it wakes next, its own chain behind it. */
+static __always_inline void set_last(struct offwake_task_block *b, const struct offwake_key *key, __s64 user)
+{
+	struct offwake_chain *l = &b->last;
+	struct offwake_hop *h = &l->hop[0];
+	__u32 n = key->chain.hops + 1;
+
+	h->kern_stack_id = key->kern_stack_id;
+	h->user_stack_id = user;
+	h->state = key->state;
+	h->waker_flags = key->waker_flags;
+	h->waker_tgid = key->waker_tgid;
+	h->waker_tid = key->waker_tid;
+	h->waker_ident = key->waker_ident;
+	h->waker_kern_stack_id = key->waker_kern_stack_id;
+	h->waker_user_stack_id = key->waker_user_stack_id;
+	__builtin_memcpy(h->waker_comm, key->waker_comm, sizeof(h->waker_comm));
+	copy_hops(&l->hop[1], key->chain.hop, cfg.chain_depth > 2 ? key->chain.hops : 0);
+	if (n >= cfg.chain_depth) {
+		n = cfg.chain_depth - 1;
+		l->end = OFFWAKE_CHAIN_END_DEPTH;
+	} else {
+		l->end = key->chain.end;
+	}
+	l->hops = n;
+}
+
+/* The chain of the block the waker `cur` (not an interrupt) is ending: its own latest block
+ * and what was behind that, as `last` holds them. */
+static __always_inline void take_chain(struct offwake_task_block *b, struct task_struct *cur)
+{
+	struct offwake_task_block *w;
+	__u32 n;
+
+	b->chain.hops = 0;
+	if (cur->flags & PF_KTHREAD) {
+		b->chain.end = OFFWAKE_CHAIN_END_KTHREAD;
+		return;
+	}
+	w = bpf_task_storage_get(&task_blocks, cur, 0, 0);
+	if (!w || !w->last.hops) {
+		b->chain.end = w && w->last.end ? w->last.end : OFFWAKE_CHAIN_END_UNSEEN;
+		return;
+	}
+	n = w->last.hops;
+	copy_hops(b->chain.hop, w->last.hop, n);
+	b->chain.hops = n < cfg.chain_depth ? n : cfg.chain_depth - 1;
+	b->chain.end = w->last.end;
 }
 
 /* Whether b's recorded wakeup ended the open block: it came during the block, or while the
@@ -838,8 +916,12 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 	struct offwake_key *key = &b->pending;
 	__u64 start = b->block_ts;
 	__u64 stamp = start;
+	int park = 0;
 
-	__builtin_memset(key, 0, sizeof(*key));
+	if (chains())
+		__builtin_memset(key, 0, sizeof(*key));
+	else
+		__builtin_memset(key, 0, OFFWAKE_KEY_BASE_SIZE);
 	key->tgid = t->tgid;
 	key->tid = t->pid;
 	key->ident = task_ident(t);
@@ -868,6 +950,15 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 		else if (no_waker == OFFWAKE_WAKER_EARLY)
 			COUNT(c, woken_early);
 	}
+	if (chains()) {
+		if (with_waker) {
+			copy_hops(key->chain.hop, b->chain.hop, b->chain.hops);
+			key->chain.hops = b->chain.hops;
+			key->chain.end = b->chain.end;
+		} else {
+			key->chain.end = OFFWAKE_CHAIN_END_NO_WAKER;
+		}
+	}
 	b->block_ts = 0;
 	/* Only a switch-in can have a user stack still to walk (the other callers settle it
 	 * first, and the sleepable iterator may not even refer to the task work). */
@@ -881,23 +972,24 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 			/* A thread of the process on the CPU now: its memory is the current one,
 			 * so its stack is walked here, at no more cost than at switch-out. */
 			key->user_stack_id = user_stack_of(0, t, 0, scratch_slot(SLOT_SWITCH), c);
-			emit(key, start, end, stamp, bpf_get_smp_processor_id(), c);
-			return;
-		}
-		if (!cfg.user_task_work) {
+		} else if (!cfg.user_task_work) {
 			b->flags |= TB_PENDING;
 			__sync_fetch_and_add(&parked, 1);
-			return;
-		}
-		if (!schedule_user_work(t)) {
+			park = 1;
+		} else if (!schedule_user_work(t)) {
 			b->flags |= TB_PENDING;
 			COUNT(c, user_work_scheduled);
-			return;
+			park = 1;
+		} else {
+			COUNT(c, user_work_failed);
+			key->user_stack_id = -OFFWAKE_ERR_NO_TASK_WORK;
 		}
-		COUNT(c, user_work_failed);
-		key->user_stack_id = -OFFWAKE_ERR_NO_TASK_WORK;
 	}
-	emit(key, start, end, stamp, bpf_get_smp_processor_id(), c);
+	/* A parked block's user stack is filled in when it is walked (emit_pending). */
+	if (chains())
+		set_last(b, key, park ? -OFFWAKE_ERR_IN_PROGRESS : key->user_stack_id);
+	if (!park)
+		emit(key, start, end, stamp, bpf_get_smp_processor_id(), c);
 }
 
 /* The parked block gets user stack `user` and is emitted. */
@@ -907,6 +999,8 @@ static __always_inline void emit_pending(struct offwake_task_block *b, __s64 use
 	if (!cfg.user_task_work)
 		__sync_fetch_and_add(&parked, -1);
 	b->pending.user_stack_id = user;
+	if (chains())
+		b->last.hop[0].user_stack_id = user; /* the parked block is the task's latest */
 	emit(&b->pending, b->pending_start, b->pending_end, b->pending_stamp, b->pending_cpu, c);
 }
 
@@ -919,6 +1013,11 @@ static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delt
 	}
 	b->flags &= ~TB_LAST_KEPT;
 	b->block_ts = 0;
+	if (chains()) {
+		/* The latest block has no stacks: the tasks this one wakes get no hop from it. */
+		b->last.hops = 0;
+		b->last.end = OFFWAKE_CHAIN_END_NOT_KEPT;
+	}
 	b->flags &= ~TB_DEFER_USER;
 	if (!(b->flags & TB_WAKE_ON_CPU))
 		clear_waker(b); /* an on-CPU wakeup is the next block's */
@@ -979,8 +1078,14 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	if (blocks && cfg.filter_cgroup && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
 		blocks = 0;
 	if (!blocks) {
-		if (b)
+		if (b) {
 			clear_waker(b);
+			/* A block not recorded (--state, the filters) is still the latest one. */
+			if (chains() && !preempt && (prev_state & (OFFWAKE_STATE_INTERRUPTIBLE | OFFWAKE_STATE_UNINTERRUPTIBLE))) {
+				b->last.hops = 0;
+				b->last.end = OFFWAKE_CHAIN_END_UNSEEN;
+			}
+		}
 		return;
 	}
 	if (!b) {
@@ -1165,6 +1270,10 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		else
 			__builtin_memcpy(b->waker_comm, "[nmi]\0\0\0\0\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
 		COUNT(c, irq_wakeups);
+		if (chains()) {
+			b->chain.hops = 0;
+			b->chain.end = OFFWAKE_CHAIN_END_IRQ;
+		}
 	} else {
 		__u64 pid_tgid = bpf_get_current_pid_tgid();
 
@@ -1180,6 +1289,8 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		} else {
 			b->waker_user_stack_id = current_user_stack(ctx, scratch_slot(SLOT_WAKING), c);
 		}
+		if (chains())
+			take_chain(b, cur);
 	}
 	b->wake_ts = now;
 	b->flags = (b->flags & ~TB_WAKE_ON_CPU) | TB_WAKER | (on_cpu ? TB_WAKE_ON_CPU : 0);

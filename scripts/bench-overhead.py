@@ -224,7 +224,7 @@ class Tracer:
         return [a.replace("{OUT}", output) for a in self.argv]
 
 
-TRACER_KEYS = ["offwake", "min-block", "user", "timeline", "bpftrace4", "bpftrace-floor", "perf"]
+TRACER_KEYS = ["offwake", "min-block", "user", "timeline", "chain4", "bpftrace4", "bpftrace-floor", "perf"]
 
 
 def make_tracers(args, offwakes):
@@ -234,10 +234,11 @@ def make_tracers(args, offwakes):
     if unknown:
         raise BenchError(f"unknown tracer {', '.join(sorted(unknown))} (known: {','.join(TRACER_KEYS)})")
     variants = [("offwake", []), ("min-block", ["--min-block", "1000"]), ("user", ["-u"]),
-                ("timeline", ["--timeline"])]
+                ("timeline", ["--timeline"]), ("chain4", ["--chain-depth", "4"])]
     for prefix, binary in offwakes:
         for key, extra in variants:
-            if key in want:
+            # Baselines may predate --chain-depth.
+            if key in want and not (prefix and key == "chain4"):
                 label = prefix + "offwake" + ("" if not extra else " " + " ".join(extra))
                 tracers.append(Tracer(label, "bpf", [binary, "record", "-a", "-q", "-o", "{OUT}"] + extra, binary))
     bpftrace = shutil.which(args.bpftrace)

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace offwake::bpf {
 
@@ -12,9 +13,22 @@ namespace {
 
 // Every bucket, in batches (two system calls per key would take seconds for 100,000 keys),
 // each batch handed to `fn`, and deleted as it is read when `remove`.
+// The map's key size: the part of struct offwake_key its chain depth uses (OFFWAKE_KEY_SIZE).
+Result<size_t> key_size(int map_fd) {
+  struct bpf_map_info info {};
+  __u32 len = sizeof info;
+  if (bpf_obj_get_info_by_fd(map_fd, &info, &len) != 0) return Error::from_errno("reading aggregation map info");
+  if (info.key_size < OFFWAKE_KEY_BASE_SIZE || info.key_size > sizeof(offwake_key))
+    return Error("aggregation map key of " + std::to_string(info.key_size) + " bytes (BPF object and reader disagree)",
+                 EPROTO);
+  return size_t{info.key_size};
+}
+
 Status batch_aggregates(int map_fd, bool remove, const AggregateBatchFn& fn) {
   constexpr __u32 kBatch = 4096;
-  std::vector<offwake_key> keys(kBatch);
+  auto size = key_size(map_fd);
+  if (!size) return size.error();
+  std::vector<uint8_t> keys(kBatch * *size);
   std::vector<offwake_value> values(kBatch);
   std::vector<Aggregate> batch;
   batch.reserve(kBatch);
@@ -28,7 +42,12 @@ Status batch_aggregates(int map_fd, bool remove, const AggregateBatchFn& fn) {
                      : bpf_map_lookup_batch(map_fd, in_batch, &out_batch, keys.data(), values.data(), &count, &opts);
     int e = errno;
     batch.clear();
-    for (__u32 i = 0; i < count; ++i) batch.push_back({keys[i], values[i]});
+    for (__u32 i = 0; i < count; ++i) {
+      Aggregate a{};
+      std::memcpy(&a.key, keys.data() + i * *size, *size);  // the rest of the chain stays zero
+      a.value = values[i];
+      batch.push_back(a);
+    }
     if (!batch.empty()) OFFWAKE_TRY(fn(batch));
     if (err != 0) {
       if (e == ENOENT) return ok_status();  // no more buckets

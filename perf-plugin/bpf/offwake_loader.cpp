@@ -65,6 +65,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.irq_detect = pc_from_rq.has_value();
   cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
   cfg.stack_depth = depth;
+  cfg.chain_depth = o.chain_depth;
 }
 
 bool lazy_capture(const LoaderOptions& o) { return !o.eager && (o.min_block_ns || o.max_block_ns); }
@@ -139,6 +140,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (o.tgids.size() > o.max_tgids) return Error("more target processes than max_tgids", E2BIG);
   if (o.follow_forks && o.tgids.empty()) return Error("follow_forks needs target processes", EINVAL);
   if (o.kernel_stack_skip > BPF_F_SKIP_FIELD_MASK) return Error("kernel stack skip too large", EINVAL);
+  if (o.chain_depth < 1 || o.chain_depth > OFFWAKE_MAX_CHAIN_DEPTH)
+    return Error("chain depth must be 1 to " + std::to_string(OFFWAKE_MAX_CHAIN_DEPTH), EINVAL);
   const uint32_t page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
   if (o.timeline && (o.ringbuf_bytes < page || (o.ringbuf_bytes & (o.ringbuf_bytes - 1)) != 0))
     return Error("ring buffer size must be a power of 2 and at least one page (" +
@@ -179,6 +182,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
     if (int err = bpf_map__set_max_entries(m.map, m.entries))
       return Error(std::string("sizing ") + m.what, libbpf_errno(err));
   }
+  if (int err = bpf_map__set_key_size(s->maps.aggregates, OFFWAKE_KEY_SIZE(o.chain_depth)))
+    return Error("setting the aggregation key size", libbpf_errno(err));
   if (int err = bpf_map__set_value_size(s->maps.stack_traces, depth * sizeof(uint64_t)))
     return Error("setting stack depth", libbpf_errno(err));
   const size_t stored = offsetof(offwake_stored_stack, ips) + depth * sizeof(uint64_t);

@@ -67,6 +67,11 @@ struct LoaderOptions {
   // program, which the x86 ORC unwinder reports as junk frames (2 on Linux 6.18).
   uint32_t kernel_stack_skip = 2;
 
+  // --chain-depth: hops of wakeup chain per block (1: the waker only, as without chains; at
+  // most OFFWAKE_MAX_CHAIN_DEPTH). Each further hop is the waker's latest block before the
+  // wakeup and that block's waker, with stacks taken when they happened (no walk of its own).
+  uint32_t chain_depth = 1;
+
   // --timeline: each block becomes one struct offwake_event in a BPF ring buffer, read with
   // poll_events()/consume_events(), instead of being aggregated. The filters apply alike.
   bool timeline = false;

@@ -52,6 +52,8 @@ struct RecordOptions {
   // --timeline: one sample per block, with its real time, through a BPF ring buffer.
   bool timeline = false;
   uint64_t ringbuf_mb = 8;
+  // --chain-depth: hops of wakeup chain (1: the waker only).
+  uint64_t chain_depth = 1;
 };
 
 Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
@@ -155,6 +157,7 @@ Result<bpf::LoaderOptions> Recorder::loader_options() const {
   lo.max_stack_depth = static_cast<uint32_t>(opt_.max_stack);
   lo.timeline = opt_.timeline;
   lo.ringbuf_bytes = static_cast<uint32_t>(opt_.ringbuf_mb << 20);
+  lo.chain_depth = static_cast<uint32_t>(opt_.chain_depth);
   return lo;
 }
 
@@ -210,7 +213,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   if (!tracking) return tracking.error();
   tracking_.emplace(std::move(tracking).value());
 
-  std::vector<perfdata::EventDesc> events = offwake_events(ids_ = pick_event_ids(tracking_->events()));
+  std::vector<perfdata::EventDesc> events = offwake_events(ids_ = pick_event_ids(tracking_->events(), opt_.chain_depth > 1));
   for (const auto& e : tracking_->events()) events.push_back(e);
   auto host = collect_host_info(argv);
   bool pipe = opt_.output == "-";
@@ -292,6 +295,7 @@ Status Recorder::write_events(bool drain) {
   auto write = [&](const offwake_event& e) -> Status {
     auto samples = converter_->convert(e);
     for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
+    stats_.offwake_samples += samples.size();
     ++stats_.timeline_events;
     stats_.blocked_ns += samples.front().period;
     return ok_status();
@@ -323,7 +327,9 @@ Status Recorder::write_aggregates() {
   // A batch at a time: a recording of 100,000 keys need not hold them all.
   OFFWAKE_TRY(bpf_->visit_aggregates([&](std::span<const bpf::Aggregate> batch) -> Status {
     for (const auto& a : batch) {
-      for (const auto& s : convert.convert(a, time)) OFFWAKE_TRY(writer_->write(s));
+      auto samples = convert.convert(a, time);
+      for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
+      stats_.offwake_samples += samples.size();
       stats_.blocked_ns += a.value.total_ns;
       ++stats_.keys;
     }
@@ -376,6 +382,8 @@ int cmd_record(const std::vector<std::string>& args) {
                   "keep the scheduler's own frames (mutex_lock, io_schedule, ...) in blocked kernel stacks"),
       string_option(0, "user-walker", "bpf|kernel", &o.user_walker,
                     "who walks user stacks: our BPF frame-pointer walk (default) or bpf_get_stackid()"),
+      uint_option(0, "chain-depth", "n", &o.chain_depth,
+                  "wakeup chain: who woke the waker, up to n hops with their stacks (default 1)"),
       flag_option(0, "timeline", &o.timeline, "one sample per block with its real time (BPF ring buffer), not aggregated"),
       uint_option(0, "ringbuf-size", "mb", &o.ringbuf_mb, "--timeline ring buffer size in MiB, a power of two (default 8)"),
       flag_option(0, "on-cpu", &o.on_cpu, "also sample on-CPU stacks with a perf event (-e, -F, -c)"),
@@ -423,6 +431,10 @@ int cmd_record(const std::vector<std::string>& args) {
   }
   if (SamplingConfig check; o.on_cpu && !parse_sampling_event(o.event, check)) {
     fprintf(stderr, "perf offwake record: %s\n", parse_sampling_event(o.event, check).error().message().c_str());
+    return kExitUsage;
+  }
+  if (o.chain_depth < 1 || o.chain_depth > OFFWAKE_MAX_CHAIN_DEPTH) {
+    fprintf(stderr, "perf offwake record: --chain-depth must be from 1 to %d\n", OFFWAKE_MAX_CHAIN_DEPTH);
     return kExitUsage;
   }
   if (o.ringbuf_mb == 0 || (o.ringbuf_mb & (o.ringbuf_mb - 1)) || o.ringbuf_mb > 1024) {

@@ -125,7 +125,7 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             u(c.blocks), u(c.wakeups), s.blocked_ns / 1e9, u(s.keys));
   }
   fprintf(out, "[ perf offwake record: Captured and wrote %.3f MB %s (%llu samples", s.bytes / 1048576.0,
-          s.output.c_str(), u(2 * (s.keys + s.timeline_events) + s.on_cpu_samples));
+          s.output.c_str(), u(s.offwake_samples + s.on_cpu_samples));
   if (s.on_cpu_samples || s.perf_lost)
     fprintf(out, ", of which %llu on-CPU; %llu perf records lost", u(s.on_cpu_samples), u(s.perf_lost));
   fprintf(out, ") ]\n");

@@ -21,6 +21,7 @@ constexpr int kFeatOffwakeStats = 255;
 struct RecordStats {
   uint64_t duration_ns = 0;
   uint64_t keys = 0;          // aggregates written (one offwake-time + one offwake-waker sample each)
+  uint64_t offwake_samples = 0;  // samples written for them: blocked, waker, and chain hops
   uint64_t timeline_events = 0;  // --timeline: blocks written as their own samples
   uint64_t blocked_ns = 0;    // summed over them
   offwake_counters counters{};

@@ -13,54 +13,19 @@
 #include "bpf/offwake_loader.h"
 #include "record/aggregate_samples.h"
 #include "synth/kernel_maps.h"
-#include "workload.h"
+#include "capture.h"
 
 namespace offwake::bpf {
 namespace {
 
-struct Capture {
-  std::vector<Aggregate> aggregates;
-  offwake_counters counters{};
-  std::optional<StackTraceMap> stacks;
-  bool task_work = false;  // deferred user stacks were taken by task work
-};
-
 // Runs `workload` once under each of `options` (all attached at once).
 void run_under(const std::string& workload, const std::vector<std::string>& args,
                std::vector<LoaderOptions> options, std::vector<Capture>* out, Truth* truth) {
-  HeldProcess proc(kWorkloads + workload, args);
-  ASSERT_GT(proc.pid(), 0);
-  std::vector<OffwakeBpf> loaded;
-  for (LoaderOptions& o : options) {
-    o.tgids = {static_cast<uint32_t>(proc.pid())};
-    o.follow_forks = true;
-    auto bpf = OffwakeBpf::load(o);
-    ASSERT_TRUE(bpf.ok()) << bpf.error().message();
-    loaded.push_back(std::move(bpf).value());
-  }
-  for (OffwakeBpf& b : loaded) ASSERT_TRUE(b.attach().ok());
-  proc.release();
-  int status = -1;
-  std::string text = proc.finish(&status);
-  for (OffwakeBpf& b : loaded) b.detach();
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  std::string text;
+  ASSERT_NO_FATAL_FAILURE(run_captures(workload, args, std::move(options), out, &text));
   auto t = parse_truth(text);
   ASSERT_TRUE(t) << text;
   *truth = *t;
-  for (OffwakeBpf& b : loaded) {
-    Capture c;
-    auto aggs = b.read_aggregates();
-    ASSERT_TRUE(aggs.ok());
-    c.aggregates = std::move(aggs).value();
-    auto counters = b.read_counters();
-    ASSERT_TRUE(counters.ok());
-    c.counters = *counters;
-    auto stacks = b.stack_trace_map();
-    ASSERT_TRUE(stacks.ok());
-    c.stacks.emplace(std::move(stacks).value());
-    c.task_work = b.user_task_work();
-    out->push_back(std::move(c));
-  }
 }
 
 // (blocked tid, blocked frames, waker tid, waker frames) -> (ns, count), frames as perf.data
