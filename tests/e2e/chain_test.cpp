@@ -1,0 +1,167 @@
+// Wakeup chains end to end: perf offwake record --chain-depth on wl_relay (three processes
+// relaying through two pipes, see tests/workloads/wl_relay.c), read back by the real perf.
+// Every block of relay-third must carry the whole relay: relay-second's write, its blocked
+// read, relay-first's write, relay-first's nap, and the timer interrupt that ended the nap.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "support/perf_script.h"
+#include "support/run.h"
+
+namespace offwake::test {
+namespace {
+
+const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
+const std::string kRelay = OFFWAKE_BINARY_DIR "/tests/workloads/wl_relay";
+
+struct Relay {
+  uint32_t first = 0, second = 0, third = 0;
+  Truth third_truth;
+};
+
+Relay parse_relay(const std::string& out) {
+  Relay r;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line))
+    sscanf(line.c_str(), "relay first=%u second=%u third=%u", &r.first, &r.second, &r.third);
+  for (const Truth& t : parse_truth(out))
+    if (t.tid == r.third) r.third_truth = t;
+  return r;
+}
+
+struct Recorded {
+  TempDir dir;
+  RunResult record;
+  Relay relay;
+  std::string data;
+};
+
+void record_relay(Recorded& r, const std::string& options) {
+  r.data = r.dir.file("perf.data");
+  r.record = run(kOffwake + " record -q -o " + r.data + " " + options + " -- " + kRelay + " -n 10 -m 20");
+  ASSERT_EQ(r.record.status, 0) << r.record.err;
+  r.relay = parse_relay(r.record.out);
+  ASSERT_TRUE(r.relay.first && r.relay.second && r.relay.third) << r.record.out;
+  ASSERT_EQ(r.relay.third_truth.function, "wl_relay_wait_pass") << r.record.out;
+}
+
+// One sample of a chain as perf script shows it: the event, the thread, a function its stack
+// must hold (empty: the comm must be `comm`).
+struct Expected {
+  const char* event;
+  uint32_t tid;
+  const char* function;
+  const char* comm = "";
+};
+
+// relay-third's blocked time in wl_relay_wait_pass, all of it and the part whose samples are
+// followed by exactly `chain`.
+std::pair<uint64_t, uint64_t> third_time(const std::vector<ScriptSample>& samples, const Relay& r,
+                                         const std::vector<Expected>& chain) {
+  uint64_t all = 0, whole = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const ScriptSample& s = samples[i];
+    if (s.event != "offwake-time" || s.tid != r.third || !s.has_frame("wl_relay_wait_pass")) continue;
+    all += s.period;
+    bool ok = true;
+    for (size_t k = 0; ok && k < chain.size(); ++k) {
+      if (i + 1 + k >= samples.size()) {
+        ok = false;
+        break;
+      }
+      const ScriptSample& h = samples[i + 1 + k];
+      const Expected& e = chain[k];
+      ok = h.event == e.event && h.period == s.period &&
+           (*e.function ? h.tid == e.tid && h.has_frame(e.function) : h.comm == e.comm);
+    }
+    // Nothing more of this chain after it.
+    if (ok && i + 1 + chain.size() < samples.size())
+      ok = samples[i + 1 + chain.size()].event.rfind("offwake-hop-", 0) != 0;
+    if (ok) whole += s.period;
+  }
+  return {all, whole};
+}
+
+void expect_chain(const std::string& perf, const Recorded& r, const std::vector<Expected>& chain) {
+  SCOPED_TRACE(perf);
+  RunResult script = run(perf + " script " + kPerfScriptFields + " -i " + r.data);
+  ASSERT_EQ(script.status, 0) << script.err;
+  auto [all, whole] = third_time(parse_perf_script(script.out), r.relay, chain);
+  const double truth = static_cast<double>(r.relay.third_truth.blocked_ns);
+  // The workload times its read() from user space: a few microseconds more than the block.
+  EXPECT_NEAR(static_cast<double>(all), truth, 0.05 * truth);
+  EXPECT_GE(static_cast<double>(whole), 0.9 * truth) << "of " << all << " ns blocked\n" << script.out.substr(0, 6000);
+}
+
+std::vector<Expected> relay_chain(const Relay& r, int depth) {
+  std::vector<Expected> c = {{"offwake-waker", r.second, "wl_relay_pass"}};
+  if (depth >= 2) {
+    c.push_back({"offwake-hop-blocked", r.second, "wl_relay_wait_kick"});
+    c.push_back({"offwake-hop-waker", r.first, "wl_relay_kick"});
+  }
+  if (depth >= 3) {
+    c.push_back({"offwake-hop-blocked", r.first, "wl_relay_nap"});
+    c.push_back({"offwake-hop-waker", 0, "", "[hardirq]"});
+  }
+  return c;
+}
+
+TEST(ChainE2E, PerfScriptShowsTheWholeRelayAfterTheBlockedSample) {
+  Recorded r;
+  ASSERT_NO_FATAL_FAILURE(record_relay(r, "--chain-depth 3"));
+  expect_chain(kDebianPerf, r, relay_chain(r.relay, 3));
+  expect_chain(perf612_path(), r, relay_chain(r.relay, 3));
+}
+
+// The chain stops at the depth asked for; deeper asks end at the interrupt all the same.
+TEST(ChainE2E, DepthLimitsTheChain) {
+  for (int depth : {2, 5}) {
+    Recorded r;
+    ASSERT_NO_FATAL_FAILURE(record_relay(r, "--chain-depth " + std::to_string(depth)));
+    expect_chain(kDebianPerf, r, relay_chain(r.relay, depth));
+  }
+}
+
+// Depth 1 (the default) is the recording it always was: no hop events at all.
+TEST(ChainE2E, DepthOneHasNoHopEvents) {
+  Recorded r;
+  ASSERT_NO_FATAL_FAILURE(record_relay(r, ""));
+  expect_chain(kDebianPerf, r, relay_chain(r.relay, 1));
+  RunResult events = run(std::string(kDebianPerf) + " evlist -i " + r.data);
+  ASSERT_EQ(events.status, 0) << events.err;
+  EXPECT_EQ(events.out.find("offwake-hop"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("offwake-waker"), std::string::npos) << events.out;
+}
+
+// Through a pipe and one block at a time (--timeline), the chain is the same.
+TEST(ChainE2E, PipeAndTimelineCarryTheChain) {
+  for (const char* options : {"--timeline", "--min-block 1000"}) {
+    Recorded r;
+    ASSERT_NO_FATAL_FAILURE(record_relay(r, std::string("--chain-depth 3 ") + options));
+    expect_chain(kDebianPerf, r, relay_chain(r.relay, 3));
+  }
+  TempDir dir;
+  const std::string data = dir.file("piped.data");
+  RunResult piped = run(kOffwake + " record -q --chain-depth 3 -o - -- " + kRelay + " -n 10 -m 20 > " + data);
+  ASSERT_EQ(piped.status, 0) << piped.err;
+  Recorded r;
+  r.relay = parse_relay(piped.out);
+  r.data = data;
+  expect_chain(kDebianPerf, r, relay_chain(r.relay, 3));
+}
+
+TEST(ChainE2E, BadDepthIsAUsageError) {
+  for (const char* bad : {"0", "9", "x", "-1"}) {
+    RunResult r = run(kOffwake + " record --chain-depth " + bad + " -- true");
+    EXPECT_EQ(r.status, 129) << bad;
+    EXPECT_NE(r.err.find("--chain-depth"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace offwake::test
