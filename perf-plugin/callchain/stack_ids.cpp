@@ -15,6 +15,7 @@ StackLosses& StackLosses::operator+=(const StackLosses& o) {
   not_traced += o.not_traced;
   no_task_work += o.no_task_work;
   exec += o.exec;
+  in_progress += o.in_progress;
   return *this;
 }
 
@@ -30,6 +31,7 @@ std::span<const uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses
       case ESRCH: ++losses.not_traced; break;
       case ENOLCK: ++losses.no_task_work; break;
       case ESTALE: ++losses.exec; break;
+      case EINPROGRESS: ++losses.in_progress; break;
       default: ++losses.other_errors; break;
     }
     return {};

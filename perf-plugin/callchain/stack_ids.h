@@ -45,9 +45,11 @@ struct StackLosses {
   uint64_t no_task_work = 0;     // a deferred user stack: the task's return to user space
                                  // could not be hooked
   uint64_t exec = 0;             // the task exec'd before its user stack was taken
+  uint64_t in_progress = 0;      // a chain hop's user stack, still to be walked when its
+                                 // thread woke the next one (--chain-depth)
   uint64_t total() const {
     return walk_failed + collisions + map_full + other_errors + lookup_failed + no_user_context + not_traced +
-           no_task_work + exec;
+           no_task_work + exec + in_progress;
   }
   StackLosses& operator+=(const StackLosses& o);
 };

@@ -74,7 +74,8 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
                        {p + "_no_user_context", l->no_user_context},
                        {p + "_switch_in_not_traced", l->not_traced},
                        {p + "_no_task_work", l->no_task_work},
-                       {p + "_exec", l->exec}});
+                       {p + "_exec", l->exec},
+                       {p + "_not_yet_walked", l->in_progress}});
   }
   return f;
 }
@@ -142,10 +143,11 @@ void print_record_summary(FILE* out, const RecordStats& s) {
   fprintf(out,
           "[ perf offwake record: %llu of %llu sample stacks missing (failed: collisions %llu, walks %llu, "
           "store full %llu, other %llu, unreadable %llu; not taken: no user context %llu, switch-in not "
-          "traced %llu, no task work %llu, exec %llu); "
+          "traced %llu, no task work %llu, exec %llu, not yet walked %llu); "
           "%llu stack captures, %llu collisions ]\n",
           u(m.total()), u(s.sample_stacks), u(m.collisions), u(m.walk_failed), u(m.map_full), u(m.other_errors),
           u(m.lookup_failed), u(m.no_user_context), u(m.not_traced), u(m.no_task_work), u(m.exec),
+          u(m.in_progress),
           u(c.stack_captures[0] + c.stack_captures[1]), u(c.stack_collision[0] + c.stack_collision[1]));
   fprintf(out,
           "[ perf offwake record: %llu blocks without a waker (%llu no wakeup seen, %llu woken before --min-block); "

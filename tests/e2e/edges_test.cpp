@@ -97,7 +97,7 @@ TEST(Edges, StackLossBreakdownsAddUp) {
     const std::string p = std::string("missing_") + half + "_stacks";
     uint64_t parts = 0;
     for (const char* cause : {"_collision", "_walk_failed", "_store_full", "_other_error", "_unreadable",
-                              "_no_user_context", "_switch_in_not_traced", "_no_task_work", "_exec"})
+                              "_no_user_context", "_switch_in_not_traced", "_no_task_work", "_exec", "_not_yet_walked"})
       parts += s.counters.at(p + cause);
     EXPECT_EQ(parts, s.counters.at(p)) << half;
   }
