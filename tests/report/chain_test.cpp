@@ -256,6 +256,8 @@ class Chains : public ::testing::Test {
 
 const std::string kExpectedFolded = full_chain_line(400'000'000) + hop1_line(50'000'000);
 
+void expect_perf_script_chains(const test::RunResult& r);
+
 TEST_F(Chains, ReportFoldedHasEveryHopInOrder) {
   auto r = test::run(kOffwake + " report --folded -i " + data_);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -276,9 +278,16 @@ TEST_F(Chains, OffwakeScriptCollapseGivesTheSameLines) {
   EXPECT_EQ(r.out, kExpectedFolded);
 }
 
-// Debian's plain perf script: each chain right after its blocked sample, hop by hop.
-TEST_F(Chains, DebianPerfScriptShowsHopSamplesAfterTheBlockedSample) {
-  auto r = test::run(std::string(test::kDebianPerf) + " script " + test::kPerfScriptFields + " -i " + data_);
+// The real perf script, plain (Debian's 6.1 and 6.12): each chain right after its blocked
+// sample, hop by hop.
+TEST_F(Chains, PerfScriptShowsHopSamplesAfterTheBlockedSample) {
+  for (const std::string& perf : {std::string(test::kDebianPerf), test::perf612_path()}) {
+    SCOPED_TRACE(perf);
+    expect_perf_script_chains(test::run(perf + " script " + test::kPerfScriptFields + " -i " + data_));
+  }
+}
+
+void expect_perf_script_chains(const test::RunResult& r) {
   ASSERT_EQ(r.status, 0) << r.err;
   const auto samples = test::parse_perf_script(r.out);
   ASSERT_EQ(samples.size(), 6u + 2u + 6u) << r.out;
