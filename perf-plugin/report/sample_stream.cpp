@@ -64,8 +64,11 @@ Status SampleStream::handle(const Record& r, SampleVisitor& visitor) {
   if (!e) return Error("a sample of an unknown event (id " + std::to_string(s->id) + ")");
   if (pending_) {
     if (follows(*e)) {
+      // The last sample of the group is handed on as it is, the others are kept (a group may
+      // span rounds): a group of a blocked sample and its waker copies nothing more.
+      if (pending_->followers.size() + 1 == 1 + 2 * size_t{pending_->expected_hops})
+        return dispatch_pending(visitor, e, s);
       pending_->followers.push_back({e, *s});
-      if (pending_->followers.size() == 1 + 2 * size_t{pending_->expected_hops}) return dispatch_pending(visitor);
       return ok_status();
     }
     OFFWAKE_TRY(dispatch_pending(visitor));
@@ -95,20 +98,26 @@ bool SampleStream::follows(const perfdata::EventDesc& e) const {
   return e.name == (n % 2 ? kOffwakeHopBlockedEvent : kOffwakeHopWakerEvent);
 }
 
-Status SampleStream::dispatch_pending(SampleVisitor& visitor) {
+Status SampleStream::dispatch_pending(SampleVisitor& visitor, const perfdata::EventDesc* last_event,
+                                      const SampleRecord* last) {
   if (!pending_) return ok_status();
   Pending p = std::move(*pending_);
   pending_.reset();
+  std::vector<std::pair<const perfdata::EventDesc*, const SampleRecord*>> followers;
+  followers.reserve(p.followers.size() + 1);
+  for (const Follower& f : p.followers) followers.emplace_back(f.event, &f.sample);
+  if (last) followers.emplace_back(last_event, last);
+
   OffwakeGroup group;
   group.expected_hops = p.expected_hops;
   group.chain_end = p.chain_end;
   for (const perfdata::EventDesc& e : reader_.events()) group.chain_events |= e.name == kOffwakeHopBlockedEvent;
-  if (!p.followers.empty()) group.waker = &p.followers[0].sample;
-  for (size_t i = 1; i < p.followers.size(); i += 2)
-    group.hops.push_back({&p.followers[i].sample, i + 1 < p.followers.size() ? &p.followers[i + 1].sample : nullptr});
+  if (!followers.empty()) group.waker = followers[0].second;
+  for (size_t i = 1; i < followers.size(); i += 2)
+    group.hops.push_back({followers[i].second, i + 1 < followers.size() ? followers[i + 1].second : nullptr});
   if (group.cut_short()) ++stats_.groups_cut_short;
   OFFWAKE_TRY(visitor.offwake(*p.event, p.blocked, group));
-  for (const Follower& f : p.followers) OFFWAKE_TRY(visitor.sample(*f.event, f.sample));
+  for (const auto& [event, sample] : followers) OFFWAKE_TRY(visitor.sample(*event, *sample));
   return ok_status();
 }
 

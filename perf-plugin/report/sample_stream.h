@@ -82,7 +82,9 @@ class SampleStream {
   Status flush(std::vector<perfdata::Record>& round, SampleVisitor& visitor);
   Status handle(const perfdata::Record& r, SampleVisitor& visitor);
   bool follows(const perfdata::EventDesc& e) const;  // the next sample of the pending group?
-  Status dispatch_pending(SampleVisitor& visitor);
+  // Hands on the pending group, with `last` (of `last_event`) after the samples kept, if set.
+  Status dispatch_pending(SampleVisitor& visitor, const perfdata::EventDesc* last_event = nullptr,
+                          const perfdata::SampleRecord* last = nullptr);
 
   perfdata::PerfDataReader& reader_;
   symbolize::Symbolizer& symbolizer_;
