@@ -305,7 +305,9 @@ TEST(Record, FilterBlockDuration) {
   ASSERT_EQ(long_enough.truth.size(), 1u);
   expect_within_5_percent(blocked_ns_in(long_enough, "wl_wait_for_signal"), long_enough.truth[0].blocked_ns);
   for (const auto& s : long_enough.samples)
-    if (s.event == "offwake-time") EXPECT_GE(s.period, 10'000'000u);
+    if (s.event == "offwake-time") {
+      EXPECT_GE(s.period, 10'000'000u);
+    }
   auto too_long = record(c, "--min-block 100000 -- " + kWorkloads + "wl_condvar -n 5");
   expect_clean(too_long);
   EXPECT_EQ(blocked_ns_in(too_long, "wl_wait_for_signal"), 0u);
@@ -396,9 +398,56 @@ TEST(Record, BadInputIsOneLineAndNonZero) {
   auto bad_state = run(kOffwake + " record --state X -- true");
   EXPECT_EQ(bad_state.status, 129);
 
-  auto no_command = run(kOffwake + " record -o " + dir.file("y") + " -- /nonexistent-command");
-  EXPECT_EQ(no_command.status, 1);
-  EXPECT_NE(no_command.err.find("No such file or directory"), std::string::npos) << no_command.err;
+}
+
+// A command that cannot run says which one, with a shell's status, before anything is loaded
+// or moved aside: 127 not found (by path or in PATH), 126 found but not executable.
+TEST(Record, CommandThatCannotRunIsNamedWithAShellsStatus) {
+  TempDir dir;
+  const std::string out = dir.file("perf.data");
+  run("echo keep > " + out);
+  struct {
+    std::string command, error;
+    int status;
+  } cases[] = {
+      {"/nonexistent/cmd", "cannot run '/nonexistent/cmd': No such file or directory", 127},
+      {"no-such-command-xyz", "cannot run 'no-such-command-xyz': No such file or directory", 127},
+      {"/etc/passwd", "cannot run '/etc/passwd': Permission denied", 126},
+  };
+  for (const auto& c : cases) {
+    auto r = run(kOffwake + " record -o " + out + " -- " + c.command + " arg");
+    EXPECT_EQ(r.status, c.status) << c.command;
+    EXPECT_EQ(r.err, "perf offwake record: " + c.error + "\n");
+    EXPECT_EQ(read_file(out), "keep\n") << "the old output was touched";
+  }
+}
+
+// The command's own status is perf offwake record's, and the recording up to its end is kept,
+// whether it exits with an error or a signal kills it.
+TEST(Record, CommandsExitStatusAndDeathBySignalKeepTheRecording) {
+  struct {
+    std::string script, summary;
+    int status;
+  } cases[] = {
+      {"exit 3", "[ perf offwake record: the command exited with status 3 ]", 3},
+      {"kill -9 $$", "[ perf offwake record: the command was killed by signal 9 (Killed); the recording up to then is kept ]",
+       137},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.script);
+    TempDir dir;
+    const std::string data = dir.file("perf.data");
+    // The shell sleeps first: a block of its own, woken by the timer.
+    auto r = run(kOffwake + " record -o " + data + " -- sh -c 'sleep 0.2; " + c.script + "'");
+    EXPECT_EQ(r.status, c.status) << r.err;
+    EXPECT_NE(r.err.find(c.summary + "\n"), std::string::npos) << r.err;
+    auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+    ASSERT_EQ(script.status, 0) << script.err;
+    bool slept = false;
+    for (const ScriptSample& x : parse_perf_script(script.out))
+      slept = slept || (x.event == "offwake-time" && x.comm == "sleep" && x.period >= 150'000'000);
+    EXPECT_TRUE(slept) << script.out.substr(0, 3000);
+  }
 }
 
 TEST(Record, ExistingOutputBecomesOld) {
