@@ -16,6 +16,7 @@
 #include "commands/options.h"
 #include "perfdata/writer.h"
 #include "record/aggregate_samples.h"
+#include "record/follow_perf.h"
 #include "record/offwake_events.h"
 #include "record/record_stats.h"
 #include "record/workload.h"
@@ -481,6 +482,8 @@ int cmd_record(const std::vector<std::string>& args) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Started as `perf offwake record`: stop as on SIGTERM when perf dies.
+  follow_parent_perf(SIGTERM);
 
   std::vector<std::string> argv = {"perf", "offwake"};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -494,6 +494,29 @@ TEST(Record, SignalsEndTheRecordingWithACompleteFile) {
   }
 }
 
+// perf forwards no signal to perf-offwake: however perf dies, the recorder must notice, finish
+// its file and exit, not stay attached system-wide. Killing the process group with SIGINT
+// (what Ctrl-C does) reaches it directly.
+TEST(Record, RecorderFollowsItsPerf) {
+  const std::string path = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH ";
+  for (const char* how : {"kill -TERM $perf", "kill -KILL $perf", "kill -HUP $perf", "kill -INT -- -$perf"}) {
+    SCOPED_TRACE(how);
+    TempDir dir;
+    const std::string data = dir.file("perf.data");
+    // perf in a process group of its own (set -m), so that "-$perf" is its group. The recorder
+    // gets 3 s to load and attach (loading the BPF programs takes about a second here).
+    auto r = run("set -m; " + path + "perf offwake record -a -q -o " + data +
+                 " & perf=$!; for i in $(seq 50); do rec=$(pgrep -P $perf -x perf-offwake) && break; sleep 0.1; done; "
+                 "[ -n \"$rec\" ] || { echo 'no recorder under perf'; exit 2; }; sleep 3; " +
+                 how + "; for i in $(seq 200); do kill -0 $rec 2>/dev/null || exit 0; sleep 0.1; done; "
+                 "echo 'recorder still running 20 s after perf'; kill -9 $rec; exit 3");
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    auto report = run("perf report --stdio -i " + data);
+    EXPECT_EQ(report.status, 0) << report.err;
+    EXPECT_NE(report.out.find("offwake-time"), std::string::npos) << report.out.substr(0, 2000);
+  }
+}
+
 TEST(Record, WithoutPrivilegesOneLineError) {
   TempDir dir;
   chmod(dir.path().c_str(), 0777);
