@@ -323,6 +323,17 @@ TEST(Record, FilterState) {
   auto s_only = record(b, "--state S -- " + kWorkloads + "wl_condvar -n 5");
   expect_clean(s_only);
   EXPECT_GT(blocked_ns_in(s_only, "wl_wait_for_signal"), 0u);
+  // A vfork parent waits for its child in D (TASK_KILLABLE): --state D records all of it,
+  // --state S none of it.
+  TempDir c;
+  auto vfork_d = record(c, "--state D -- " + kWorkloads + "wl_vfork -n 5 -m 20");
+  expect_clean(vfork_d);
+  ASSERT_EQ(vfork_d.truth.size(), 1u);
+  expect_within_5_percent(blocked_ns_in(vfork_d, "__vfork"), vfork_d.truth[0].blocked_ns);
+  TempDir d;
+  auto vfork_s = record(d, "--state S -- " + kWorkloads + "wl_vfork -n 5 -m 20");
+  expect_clean(vfork_s);
+  EXPECT_EQ(blocked_ns_in(vfork_s, "__vfork"), 0u);
 }
 
 TEST(Record, FilterUserAndKernelThreads) {
