@@ -528,6 +528,99 @@ TEST(Record, RecorderFollowsItsPerf) {
   }
 }
 
+// Blocks the aggregation map has no room for are lost samples to perf, the same number the
+// summary prints.
+TEST(Record, LostBlocksAreLostSamplesInPerf) {
+  TempDir dir;
+  auto r = record(dir, "--map-size 4 -- " OFFWAKE_BINARY_DIR "/tests/e2e/fork_storm -n 100 -b 20");
+  ASSERT_EQ(r.record.status, 0) << r.record.err;
+  // perf script warns of the lost samples, as it should.
+  EXPECT_NE(r.script.err.find("lost"), std::string::npos) << r.script.err;
+  const uint64_t lost = summary_count(r.record.err, " blocks (aggregation map full");
+  EXPECT_GT(lost, 0u) << r.record.err;
+  EXPECT_EQ(summary_count(r.record.err, ", no task storage"), lost) << r.record.err;  // all of them map full
+  auto report = run("perf report --stdio -i " + dir.file("perf.data"));
+  ASSERT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("# Total Lost Samples: " + std::to_string(lost) + "\n"), std::string::npos)
+      << report.out.substr(0, 600);
+}
+
+// --max-stack N: no stack half has more than N frames.
+TEST(Record, MaxStackLimitsEveryStack) {
+  TempDir dir;
+  auto r = record(dir, "--max-stack 3 -- " + kWorkloads + "wl_condvar -n 5");
+  expect_clean(r);
+  size_t deep = 0;
+  for (const ScriptSample& s : r.samples) {
+    size_t kernel = 0, user = 0;
+    for (const ScriptFrame& f : s.frames) (f.kernel() ? kernel : user)++;
+    EXPECT_LE(kernel, 3u) << s.event;
+    EXPECT_LE(user, 3u) << s.event;
+    deep += kernel == 3 || user == 3;
+  }
+  EXPECT_GT(deep, 0u) << "no stack reached the limit: the test shows nothing";
+}
+
+// -p a,b records both processes' blocks and nobody else's.
+TEST(Record, TwoPidsRecordBoth) {
+  Background a(kWorkloads + "wl_condvar -n 100000 -m 10"), b(kWorkloads + "wl_sleep -n 100000 -m 10");
+  TempDir dir;
+  auto r = record(dir, "-p " + std::to_string(a.pid) + "," + std::to_string(b.pid) + " --duration 1");
+  expect_clean(r);
+  std::set<uint32_t> pids;
+  for (const ScriptSample& s : r.samples)
+    if (s.event == "offwake-time") pids.insert(s.pid);
+  EXPECT_EQ(pids, (std::set<uint32_t>{static_cast<uint32_t>(a.pid), static_cast<uint32_t>(b.pid)}));
+}
+
+// Without -o, a pipe on stdout gets the stream (the command's own output goes to stderr).
+TEST(Record, PipeOnStdoutIsPipeMode) {
+  auto r = run(kOffwake + " record -q -- " + kWorkloads + "wl_sleep -n 3 -m 10 | perf script " +
+               kPerfScriptFields + " -i -");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto truth = parse_truth(r.err);
+  ASSERT_EQ(truth.size(), 1u) << r.err;
+  uint64_t ns = 0;
+  for (const ScriptSample& s : parse_perf_script(r.out))
+    if (s.event == "offwake-time" && s.tid == truth[0].tid && s.has_frame(truth[0].function)) ns += s.period;
+  expect_within_5_percent(ns, truth[0].blocked_ns);
+}
+
+// A wakeup from softirq context (loopback UDP delivery) is the "[softirq]" pseudo-thread,
+// with the softirq's kernel stack, never the task the softirq interrupted.
+TEST(Record, SoftirqWakerIsNamedSo) {
+  TempDir dir;
+  auto r = record(dir, "-- " + kWorkloads + "wl_udp -n 5 -m 20");
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 1u);
+  Blocked b = blocked_in(r.samples, r.truth[0], blocks_without_waker(r.record.err));
+  expect_within_5_percent(b.ns, r.truth[0].blocked_ns);
+  ASSERT_FALSE(b.wakers.empty());
+  for (const ScriptSample* w : b.wakers) {
+    EXPECT_EQ(w->comm, "[softirq]");
+    EXPECT_TRUE(w->has_frame("net_rx_action")) << "not the softirq's stack";
+    EXPECT_FALSE(w->has_user_frames());
+  }
+}
+
+// --on-cpu samples only the recorded threads: a spinner next to the command is not in the file.
+TEST(Record, OnCpuSamplesOnlyTheRecordedThreads) {
+  Background spinner("sh -c 'while :; do :; done'");
+  TempDir dir;
+  auto r = record(dir, "--on-cpu -- " + kWorkloads + "wl_spin_block -n 5");
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 1u);
+  size_t on_cpu = 0;
+  for (const ScriptSample& s : r.samples) {
+    if (s.event.rfind("offwake-", 0) == 0) continue;
+    ++on_cpu;
+    EXPECT_NE(s.pid, static_cast<uint32_t>(spinner.pid)) << "a sample of the spinner";
+    // The command's process (named perf-offwake until its exec), and nobody else.
+    EXPECT_EQ(s.pid, r.truth[0].tid) << s.comm;
+  }
+  EXPECT_GT(on_cpu, 0u);
+}
+
 TEST(Record, WithoutPrivilegesOneLineError) {
   TempDir dir;
   chmod(dir.path().c_str(), 0777);

@@ -1,0 +1,68 @@
+/* A wakeup from softirq context: the child blocks COUNT times in wl_udp_wait on recv() from a
+ * UDP socket on the loopback; the parent sleeps MS milliseconds, then sends one datagram from
+ * wl_udp_send. Loopback delivery runs in the NET_RX softirq (on the sender's way out of the
+ * send), so the child's waker is "[softirq]", not the parent. The child prints the truth line. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "wl_common.h"
+
+WL_NOINLINE uint64_t wl_udp_wait(int fd, long *blocks)
+{
+	char c;
+	uint64_t t0 = wl_now_ns();
+	long r = wl_syscall4(SYS_recvfrom, fd, (long)&c, 1, 0);
+	uint64_t t1 = wl_now_ns();
+
+	if (r != 1)
+		exit(2);
+	if (t1 - t0 < 1000000ull)
+		return 0;
+	++*blocks;
+	return t1 - t0;
+}
+
+WL_NOINLINE void wl_udp_send(int fd, const struct sockaddr_in *to)
+{
+	char c = 'u';
+
+	if (sendto(fd, &c, 1, 0, (const struct sockaddr *)to, sizeof *to) != 1)
+		exit(3);
+}
+
+int main(int argc, char **argv)
+{
+	long count = 20, ms = 20, blocks = 0, i;
+	uint64_t blocked = 0;
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	socklen_t len = sizeof addr;
+	int rx, tx, status;
+	pid_t child;
+
+	wl_parse_args(argc, argv, &count, &ms);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	rx = socket(AF_INET, SOCK_DGRAM, 0);
+	tx = socket(AF_INET, SOCK_DGRAM, 0);
+	if (rx < 0 || tx < 0 || bind(rx, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+	    getsockname(rx, (struct sockaddr *)&addr, &len) != 0)
+		return 1;
+	child = fork();
+	if (child < 0)
+		return 1;
+	if (child == 0) {
+		for (i = 0; i < count; i++)
+			blocked += wl_udp_wait(rx, &blocks);
+		wl_print_truth(wl_gettid(), "wl_udp_wait", blocked, blocks, 0, "[softirq]");
+		_exit(0);
+	}
+	for (i = 0; i < count; i++) {
+		wl_pause_ms(ms);
+		wl_udp_send(tx, &addr);
+	}
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
+		return 1;
+	return WEXITSTATUS(status);
+}
