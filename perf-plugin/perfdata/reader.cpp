@@ -150,7 +150,8 @@ Status PerfDataReader::read_exact(void* buf, size_t n, bool* eof) {
 Status PerfDataReader::start() {
   PipeHeader ph{};
   bool eof = false;
-  OFFWAKE_TRY(read_exact(&ph, sizeof ph, &eof));
+  if (Status s = read_exact(&ph, sizeof ph, &eof); !s)
+    return Error(what_ + ": not a perf.data file (shorter than a header)");
   if (eof) return Error(what_ + ": empty input, not a perf.data file");
   if (ph.magic == 0 && src_->seekable())
     return Error(what_ + ": header was never written (the recording did not finish)");
