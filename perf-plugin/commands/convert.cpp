@@ -10,6 +10,7 @@
 // Per task, sched_switch fires only when a traced task is switched out; its switch-in comes
 // from the PERF_RECORD_SWITCH records --switch-events adds.
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <map>
 #include <unordered_map>
 
 #include "commands/command.h"
@@ -34,6 +36,7 @@
 #include "sched/sched_decoder.h"
 #include "sched/tracing_data.h"
 #include "synth/kernel_maps.h"
+#include "synth/proc_maps.h"
 
 namespace offwake {
 namespace {
@@ -162,6 +165,7 @@ class Converter {
   Status write_samples();
   bool is_kernel_thread(uint32_t tid) const;
   bool leading_frame(uint64_t ip) const;
+  void add_build_id(perfdata::Mmap2Record& m);
 
   const ConvertOptions& opt_;
   std::optional<perfdata::PerfDataReader> reader_;
@@ -176,6 +180,8 @@ class Converter {
   bool per_task_ = false;
   uint64_t last_time_ = 0, last_sched_time_ = 0, sched_samples_ = 0;
   std::unordered_map<uint32_t, uint32_t> tgid_of_, parent_of_;  // from FORK records
+  std::map<std::string, perfdata::BuildId> recorded_ids_;  // HEADER_BUILD_ID, by file name
+  BuildIdCache file_ids_;
   RecordStats stats_;
   std::vector<std::string> notes_;
 };
@@ -413,6 +419,7 @@ Status Converter::carry(Record r) {
     if (c->exec) pairer_->exec(c->tid);
     sid = &c->sample_id;
   } else if (auto* m = std::get_if<perfdata::Mmap2Record>(&r)) {
+    add_build_id(*m);
     sid = &m->sample_id;
   } else if (auto* t = std::get_if<perfdata::TaskRecord>(&r)) {
     if (t->exit) {
@@ -466,6 +473,25 @@ bool Converter::leading_frame(uint64_t ip) const {
   if (sched_text_ && ip >= sched_text_->first && ip < sched_text_->second) return true;
   const KernelSymbol* sym = kallsyms_->find(ip);
   return sym && (sym->name.rfind("__traceiter_", 0) == 0 || sym->name.rfind("perf_trace_", 0) == 0);
+}
+
+// perf record writes build ids only of the files its samples' ips fell in, which for tracepoints
+// are the kernel's: a user mapping gets its build id from the file it names, when that is
+// still the file that was mapped (same device and inode), as perf offwake record's mappings
+// have theirs. Symbols are then checked against it, and debug files found by it.
+void Converter::add_build_id(perfdata::Mmap2Record& m) {
+  if (!m.build_id.empty() || m.filename.empty() || m.filename[0] != '/') return;
+  if (recorded_ids_.empty())
+    for (const auto& b : reader_->info().build_ids)
+      if (!b.build_id.empty()) recorded_ids_[b.filename] = b.build_id;
+  if (auto it = recorded_ids_.find(m.filename); it != recorded_ids_.end()) {
+    m.build_id = it->second;
+    return;
+  }
+  struct stat st {};
+  if (stat(m.filename.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  if (major(st.st_dev) != m.maj || minor(st.st_dev) != m.min || st.st_ino != m.ino) return;
+  m.build_id = file_ids_.get(m.filename);
 }
 
 bool Converter::is_kernel_thread(uint32_t tid) const {

@@ -188,6 +188,12 @@ TEST(Convert, ReadByReportAndBundledScripts) {
   EXPECT_EQ(report.status, 0) << report.err;
   EXPECT_NE(report.out.find("wl_wait_for_message"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("wl_send_message"), std::string::npos) << report.out;
+  // libc's local symbols come from its debug file, found by the build id the conversion took
+  // from the (unchanged) file, as perf offwake record's own mappings have it.
+  EXPECT_NE(report.out.find("main <- __libc_start_call_main"), std::string::npos) << report.out;
+  RunResult ids = run(std::string(kDebianPerf) + " buildid-list -i " + out);
+  EXPECT_NE(ids.out.find("libc.so.6"), std::string::npos) << ids.out;
+  EXPECT_NE(ids.out.find("wl_pipe"), std::string::npos) << ids.out;
   const std::string collapse = std::string(OFFWAKE_SOURCE_DIR) + "/scripts/offwake-collapse.py";
   RunResult ours = run(kOffwake + " script -i " + out + " -s " + collapse);
   EXPECT_EQ(ours.status, 0) << ours.err;
