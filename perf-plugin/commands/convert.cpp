@@ -28,6 +28,7 @@
 #include "perfdata/format.h"
 #include "perfdata/reader.h"
 #include "perfdata/sample_encoder.h"
+#include "perfdata/time_order.h"
 #include "perfdata/writer.h"
 #include "record/aggregate_samples.h"
 #include "record/offwake_events.h"
@@ -42,6 +43,8 @@ namespace offwake {
 namespace {
 
 using perfdata::Record;
+using perfdata::RoundOrderer;
+using perfdata::Timed;
 
 constexpr uint32_t kRecordMmap = 1;             // PERF_RECORD_MMAP
 constexpr uint32_t kRecordSwitch = 14;          // PERF_RECORD_SWITCH
@@ -58,78 +61,10 @@ struct ConvertOptions {
 
 const char* const kRecipe = "perf record -e sched:sched_switch -e sched:sched_waking -g";
 
-// A record with the time it sorts by and its place in the input (ties keep input order).
-struct Timed {
-  uint64_t time;
-  uint64_t seq;
-  uint64_t offset;
-  Record record;
-};
-
-// perf's ordering of a file's records: at each FINISHED_ROUND, what is older than the newest
-// record of the round before can be handed on; the rest waits (a CPU's buffer read late may
-// still hold older records). Anything older than what was handed on is out of order.
-class RoundOrderer {
- public:
-  void add(Timed t) {
-    round_max_ = std::max(round_max_, t.time);
-    pending_.push_back(std::move(t));
-  }
-  // FINISHED_ROUND: the records up to the previous round's newest, in time order.
-  std::vector<Timed> round() {
-    auto out = take_until(previous_max_);
-    previous_max_ = round_max_;
-    return out;
-  }
-  std::vector<Timed> rest() { return take_until(UINT64_MAX); }
-
- private:
-  std::vector<Timed> take_until(uint64_t limit) {
-    std::stable_sort(pending_.begin(), pending_.end(), [](const Timed& a, const Timed& b) {
-      return a.time != b.time ? a.time < b.time : a.seq < b.seq;
-    });
-    auto split = std::find_if(pending_.begin(), pending_.end(), [&](const Timed& t) { return t.time > limit; });
-    std::vector<Timed> out(std::make_move_iterator(pending_.begin()), std::make_move_iterator(split));
-    pending_.erase(pending_.begin(), split);
-    return out;
-  }
-  std::vector<Timed> pending_;
-  uint64_t round_max_ = 0, previous_max_ = 0;
-};
-
 std::string hex(uint64_t v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-// The sample_id trailer of a kernel record the reader leaves undecoded (PERF_RECORD_MMAP,
-// PERF_RECORD_SWITCH, ...): the last bytes of the record, in the layout every event shares.
-Result<perfdata::SampleId> trailer(const perfdata::OtherRecord& o, const perf_event_attr& attr) {
-  const size_t n = perfdata::sample_id_size(attr);
-  if (o.payload.size() < n) return Error("record of type " + std::to_string(o.type) + " is too short for its sample_id");
-  perfdata::ByteReader br(std::span<const uint8_t>(o.payload).subspan(o.payload.size() - n), "sample_id");
-  return perfdata::get_sample_id(br, attr);
-}
-
-// The time of a record, from the sample or its sample_id trailer; records without one sort
-// first.
-uint64_t record_time(const Record& r, const perf_event_attr& attr) {
-  return std::visit(
-      [&](const auto& rec) -> uint64_t {
-        using T = std::decay_t<decltype(rec)>;
-        if constexpr (std::is_same_v<T, perfdata::SampleRecord>) {
-          return rec.time;
-        } else if constexpr (std::is_same_v<T, perfdata::OtherRecord>) {
-          auto sid = trailer(rec, attr);
-          return sid ? sid->time : 0;
-        } else if constexpr (requires { rec.sample_id; }) {
-          return rec.sample_id.time;
-        } else {
-          return 0;
-        }
-      },
-      r);
 }
 
 Result<uint32_t> parse_state(const std::string& s) {
@@ -329,7 +264,7 @@ Status Converter::read_input() {
       OFFWAKE_TRY(untimed(*o, offset));  // perf's own records: no time, no sample_id
       continue;
     }
-    order.add(Timed{record_time(rec, reader_->events()[0].attr), seq++, offset, std::move(rec)});
+    order.add(Timed{perfdata::record_time(rec, reader_->events()[0].attr), seq++, offset, std::move(rec)});
   }
   if (!decoder_) OFFWAKE_TRY(setup_decoder());
   return hand_on(order.rest());
@@ -397,7 +332,7 @@ Status Converter::sched_sample(const perfdata::SampleRecord& s, sched::SchedKind
 // A traced task switched in (PERF_RECORD_SWITCH, per task): a switch from an unknown task
 // that did not block.
 Status Converter::switch_in(const perfdata::OtherRecord& r, uint64_t offset) {
-  auto sid = trailer(r, switch_event_->attr);
+  auto sid = perfdata::sample_id_trailer(r, switch_event_->attr);
   if (!sid) return sid.error().context(opt_.input + ": record at offset " + hex(offset));
   sched::SchedEvent e;
   e.kind = sched::SchedKind::kSwitch;
