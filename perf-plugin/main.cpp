@@ -9,12 +9,15 @@
 
 namespace offwake {
 
+int run_convert(const std::vector<std::string>& args);
 int run_record(const std::vector<std::string>& args);
 int run_script(const std::vector<std::string>& args);
 int run_report(const std::vector<std::string>& args);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"convert", "Convert a stock perf recording of the scheduler tracepoints into an offwake recording",
+       run_convert},
       {"record", "Record off-CPU time with blocked and waker stacks into perf.data", run_record},
       {"report", "Show a recording: top blocked stacks and wakers, folded stacks, flame graph, pprof", run_report},
       {"script", "Run a perf-script-style Python script over the recording", run_script},

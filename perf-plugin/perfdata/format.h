@@ -59,6 +59,7 @@ enum Feature : int {
 // Records perf's tools add to the kernel's (enum perf_user_event_type).
 enum UserRecordType : uint32_t {
   kRecordHeaderAttr = 64,
+  kRecordHeaderTracingData = 66,  // a stream's HEADER_TRACING_DATA; the data follows the record
   kRecordHeaderBuildId = 67,
   kRecordFinishedRound = 68,
   kRecordHeaderFeature = 80,

@@ -83,6 +83,20 @@ std::string hex(uint64_t v) {
   return s.str();
 }
 
+// Where the id of a sample is, the same for every event of a file (perf requires it): first
+// with PERF_SAMPLE_IDENTIFIER; else, with PERF_SAMPLE_ID (perf record without -a, for one),
+// after the fields that come before it.
+std::optional<size_t> sample_id_offset(uint64_t t) {
+  if (t & PERF_SAMPLE_IDENTIFIER) return 0;
+  if (!(t & PERF_SAMPLE_ID)) return std::nullopt;
+  size_t pos = 0;
+  if (t & PERF_SAMPLE_IP) pos += 8;
+  if (t & PERF_SAMPLE_TID) pos += 8;
+  if (t & PERF_SAMPLE_TIME) pos += 8;
+  if (t & PERF_SAMPLE_ADDR) pos += 8;
+  return pos;
+}
+
 bool section_fits(const FileSection& s, uint64_t file_size) {
   return s.offset <= file_size && s.size <= file_size - s.offset;
 }
@@ -136,7 +150,8 @@ Status PerfDataReader::read_exact(void* buf, size_t n, bool* eof) {
 Status PerfDataReader::start() {
   PipeHeader ph{};
   bool eof = false;
-  OFFWAKE_TRY(read_exact(&ph, sizeof ph, &eof));
+  if (Status s = read_exact(&ph, sizeof ph, &eof); !s)
+    return Error(what_ + ": not a perf.data file (shorter than a header)");
   if (eof) return Error(what_ + ": empty input, not a perf.data file");
   if (ph.magic == 0 && src_->seekable())
     return Error(what_ + ": header was never written (the recording did not finish)");
@@ -252,6 +267,23 @@ Status PerfDataReader::handle_pipe_record(const perf_event_header& h, std::span<
   return ok_status();  // other pipe-only records carry nothing this reader uses
 }
 
+// In a stream, the tracing data (the feature section HEADER_TRACING_DATA of a file) follows
+// its record rather than being in it: u32 size in the record, then the data padded to 8 bytes.
+Status PerfDataReader::read_pipe_tracing_data(std::span<const uint8_t> payload) {
+  constexpr uint32_t kMaxTracingData = 256u << 20;
+  uint32_t size = 0;
+  if (payload.size() < sizeof size) return Error("tracing data record is too short");
+  std::memcpy(&size, payload.data(), sizeof size);
+  if (size > kMaxTracingData) return Error("tracing data of " + std::to_string(size) + " bytes is too large");
+  Bytes data(align8(size));
+  OFFWAKE_TRY(read_exact(data.data(), data.size(), nullptr));
+  offset_ += data.size();
+  data.resize(size);
+  info_.features.push_back(kFeatTracingData);
+  info_.other_sections[kFeatTracingData] = std::move(data);
+  return ok_status();
+}
+
 Result<std::optional<Record>> PerfDataReader::next() {
   for (;;) {
     if (mode_ == Mode::kFile && offset_ >= data_end_) return std::optional<Record>{};
@@ -277,6 +309,11 @@ Result<std::optional<Record>> PerfDataReader::next() {
     }
     offset_ += h.size;
 
+    if (mode_ == Mode::kPipe && h.type == kRecordHeaderTracingData) {
+      auto s = read_pipe_tracing_data(record_);
+      if (!s) return s.error().context(what_ + ": record at offset " + hex(at));
+      continue;
+    }
     if (mode_ == Mode::kPipe && (h.type == kRecordHeaderAttr || h.type == kRecordHeaderFeature ||
                                  h.type == kRecordHeaderBuildId || h.type == 65 || h.type == 66)) {
       auto s = handle_pipe_record(h, record_);
@@ -289,9 +326,10 @@ Result<std::optional<Record>> PerfDataReader::next() {
       const perf_event_attr* attr = &events_[0].attr;
       if (events_.size() > 1) {
         uint64_t id = 0;
-        if (!(attr->sample_type & PERF_SAMPLE_IDENTIFIER) || record_.size() < 8)
+        auto pos = sample_id_offset(attr->sample_type);
+        if (!pos || record_.size() < *pos + 8)
           return Error(what_ + ": sample at offset " + hex(at) + " has no identifier");
-        std::memcpy(&id, record_.data(), 8);
+        std::memcpy(&id, record_.data() + *pos, 8);
         SampleRecord probe;
         probe.id = id;
         const EventDesc* e = event_for(probe);

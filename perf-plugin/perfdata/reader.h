@@ -55,6 +55,7 @@ class PerfDataReader {
   Status start();
   Status read_file_header();
   Status read_exact(void* buf, size_t n, bool* eof);
+  Status read_pipe_tracing_data(std::span<const uint8_t> payload);
   Status handle_pipe_record(const perf_event_header& h, std::span<const uint8_t> payload);
   void name_events();
 

@@ -135,15 +135,21 @@ static Result<Record> decode_mmap2(const perf_event_attr& a, uint16_t misc, Byte
   OFFWAKE_TRY(r.read(m.start));
   OFFWAKE_TRY(r.read(m.len));
   OFFWAKE_TRY(r.read(m.pgoff));
-  if (misc & kMiscMmapBuildId) {
-    OFFWAKE_TRY(r.read(m.build_id.size));
-    OFFWAKE_TRY(r.skip(3));
+  // Both layouts give the next 24 bytes: u8 build id size, 3 reserved, 20 bytes of build id;
+  // or u32 maj, u32 min, u64 ino, u64 ino_generation. The kernel sets
+  // PERF_RECORD_MISC_MMAP_BUILD_ID on an event it shares between the events of the system
+  // while any of them asks for build ids, and the bit stays set for the others: their
+  // records carry dev/inode under it (perf 6.1 aborts on them). A size no build id has, or
+  // non-zero reserved bytes, give such a record away.
+  uint32_t head = 0;
+  OFFWAKE_TRY(r.read(head));
+  if ((misc & kMiscMmapBuildId) && (head & 0xff) <= m.build_id.bytes.size() && (head >> 8) == 0) {
+    m.build_id.size = static_cast<uint8_t>(head & 0xff);
     auto id = r.get_bytes(m.build_id.bytes.size());
     if (!id) return id.error();
     std::copy(id->begin(), id->end(), m.build_id.bytes.begin());
-    if (m.build_id.size > m.build_id.bytes.size()) return Error("mmap2: build id size too large");
   } else {
-    OFFWAKE_TRY(r.read(m.maj));
+    m.maj = head;
     OFFWAKE_TRY(r.read(m.min));
     OFFWAKE_TRY(r.read(m.ino));
     OFFWAKE_TRY(r.read(m.ino_generation));

@@ -1,0 +1,547 @@
+// perf offwake convert: a recording made by stock perf,
+//   perf record -e sched:sched_switch -e sched:sched_waking -g -a             (system-wide), or
+//   perf record -e sched:sched_switch -e sched:sched_waking --switch-events -g -- cmd  (per task),
+// becomes what perf offwake record writes. The tracepoints' raw fields are decoded with
+// libtraceevent from the file's own TRACING_DATA; the records go in time order (perf's
+// two-round window) to the same BlockPairer as the live tracepoint back end, and its aggregates
+// through AggregateSamples to the same writer. Threads, mappings and build ids are carried
+// over, so that user frames still symbolize.
+//
+// Per task, sched_switch fires only when a traced task is switched out; its switch-in comes
+// from the PERF_RECORD_SWITCH records --switch-events adds.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <map>
+#include <unordered_map>
+
+#include "commands/command.h"
+#include "commands/options.h"
+#include "perfdata/bytes.h"
+#include "perfdata/format.h"
+#include "perfdata/reader.h"
+#include "perfdata/sample_encoder.h"
+#include "perfdata/time_order.h"
+#include "perfdata/writer.h"
+#include "record/aggregate_samples.h"
+#include "record/offwake_events.h"
+#include "record/record_stats.h"
+#include "sched/block_pairer.h"
+#include "sched/sched_decoder.h"
+#include "sched/tracing_data.h"
+#include "synth/kernel_maps.h"
+#include "synth/proc_maps.h"
+
+namespace offwake {
+namespace {
+
+using perfdata::Record;
+using perfdata::RoundOrderer;
+using perfdata::Timed;
+
+constexpr uint32_t kRecordMmap = 1;             // PERF_RECORD_MMAP
+constexpr uint32_t kRecordSwitch = 14;          // PERF_RECORD_SWITCH
+constexpr uint32_t kRecordThreadMap = 73;       // PERF_RECORD_THREAD_MAP
+constexpr uint16_t kMiscSwitchOut = 1 << 13;    // PERF_RECORD_MISC_SWITCH_OUT
+
+struct ConvertOptions {
+  std::string input = "perf.data", output;
+  std::string state = "SDI";
+  double min_block_us = 0, max_block_us = 0;
+  bool sched_frames = false;
+  bool quiet = false;
+};
+
+const char* const kRecipe = "perf record -e sched:sched_switch -e sched:sched_waking -g";
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Result<uint32_t> parse_state(const std::string& s) {
+  uint32_t mask = 0;
+  for (char c : s) {
+    if (c == 'S') mask |= OFFWAKE_WANT_S;
+    else if (c == 'D') mask |= OFFWAKE_WANT_D;
+    else if (c == 'I') mask |= OFFWAKE_WANT_I;
+    else return Error("--state takes letters from S, D and I (e.g. SD), not '" + s + "'", EINVAL);
+  }
+  if (!mask) return Error("--state takes letters from S, D and I (e.g. SD)", EINVAL);
+  return mask;
+}
+
+class Converter {
+ public:
+  explicit Converter(const ConvertOptions& o) : opt_(o) {}
+  Status run(const std::vector<std::string>& argv);
+  const RecordStats& stats() const { return stats_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  Status check_events();
+  Status setup_decoder();
+  void setup_kernel();
+  Status open_writer(const std::vector<std::string>& argv);
+  Status read_input();
+  Status untimed(const perfdata::OtherRecord& r, uint64_t offset);
+  Status process(const Timed& t);
+  Status sched_sample(const perfdata::SampleRecord& s, sched::SchedKind kind, uint64_t offset);
+  Status switch_in(const perfdata::OtherRecord& r, uint64_t offset);
+  Status carry(Record r);
+  Status write_samples();
+  bool is_kernel_thread(uint32_t tid) const;
+  bool leading_frame(uint64_t ip) const;
+  void add_build_id(perfdata::Mmap2Record& m);
+
+  const ConvertOptions& opt_;
+  std::optional<perfdata::PerfDataReader> reader_;
+  std::optional<sched::SchedDecoder> decoder_;
+  std::optional<sched::BlockPairer> pairer_;
+  std::optional<Kallsyms> kallsyms_;
+  std::optional<std::pair<uint64_t, uint64_t>> sched_text_;
+  std::optional<perfdata::PerfDataWriter> writer_;
+  OffwakeEventIds ids_;
+  const perfdata::EventDesc* switch_event_ = nullptr;
+  const perfdata::EventDesc* waking_event_ = nullptr;
+  bool per_task_ = false;
+  uint64_t last_time_ = 0, last_sched_time_ = 0, sched_samples_ = 0;
+  std::unordered_map<uint32_t, uint32_t> tgid_of_, parent_of_;  // from FORK records
+  std::map<std::string, perfdata::BuildId> recorded_ids_;  // HEADER_BUILD_ID, by file name
+  BuildIdCache file_ids_;
+  RecordStats stats_;
+  std::vector<std::string> notes_;
+};
+
+// What the recording must have, checked before any record is read: the two tracepoints (by
+// their ids in the file's own formats), with callchains, raw data and times.
+Status Converter::check_events() {
+  const auto& events = reader_->events();
+  for (const auto& e : events) {
+    if (e.attr.type != PERF_TYPE_TRACEPOINT) continue;
+    if (e.attr.config == decoder_->switch_id()) switch_event_ = &e;
+    if (e.attr.config == decoder_->waking_id()) waking_event_ = &e;
+  }
+  if (!switch_event_) return Error(opt_.input + " has no sched:sched_switch event: record with " + kRecipe);
+  if (!waking_event_) return Error(opt_.input + " has no sched:sched_waking event: record with " + kRecipe);
+  for (const auto* e : {switch_event_, waking_event_}) {
+    const char* name = e == switch_event_ ? "sched:sched_switch" : "sched:sched_waking";
+    const uint64_t t = e->attr.sample_type;
+    if (!(t & PERF_SAMPLE_CALLCHAIN))
+      return Error(opt_.input + ": " + name + " has no callchains: record with -g");
+    if (!(t & PERF_SAMPLE_RAW)) return Error(opt_.input + ": " + name + " has no raw tracepoint data (PERF_SAMPLE_RAW)");
+    if (!(t & PERF_SAMPLE_TIME)) return Error(opt_.input + ": " + name + " has no sample times (PERF_SAMPLE_TIME)");
+    if (!(t & PERF_SAMPLE_TID)) return Error(opt_.input + ": " + name + " has no thread ids (PERF_SAMPLE_TID)");
+    if (!e->attr.sample_id_all)
+      return Error(opt_.input + ": " + name + " has no sample_id_all: threads and mappings cannot be ordered");
+    if (e->attr.freq || e->attr.sample_period != 1)
+      return Error(opt_.input + ": " + name + " was sampled (-c/-F): every switch and wakeup is needed; record with -c 1");
+  }
+  return ok_status();
+}
+
+// The decoder from the file's own formats (a stream carries them in a record before its
+// samples).
+Status Converter::setup_decoder() {
+  const auto& sections = reader_->info().other_sections;
+  auto it = sections.find(perfdata::kFeatTracingData);
+  if (it == sections.end())
+    return Error(opt_.input + " has no tracing data (HEADER_TRACING_DATA): record tracepoints with " + kRecipe);
+  auto td = sched::parse_tracing_data(it->second);
+  if (!td) return td.error().context(opt_.input);
+  const std::string* sw = td->format("sched", "sched_switch");
+  const std::string* wk = td->format("sched", "sched_waking");
+  if (!sw) return Error(opt_.input + " has no sched:sched_switch event: record with " + kRecipe);
+  if (!wk) return Error(opt_.input + " has no sched:sched_waking event: record with " + kRecipe);
+  auto d = sched::SchedDecoder::from_formats(*sw, *wk);
+  if (!d) return d.error().context(opt_.input + ": unknown tracepoint format");
+  decoder_.emplace(std::move(d).value());
+  return check_events();
+}
+
+// The scheduler's own frames and the tracing machinery's leaf frames are found with the
+// running kernel's symbols, so only when the recording was made on this kernel (the file's
+// kernel build id, else its release, matches); otherwise they are kept.
+void Converter::setup_kernel() {
+  const auto& info = reader_->info();
+  struct utsname u {};
+  uname(&u);
+  bool same = info.host.os_release.empty() || info.host.os_release == u.release;
+  const perfdata::BuildId running = kernel_build_id();
+  for (const auto& b : info.build_ids)
+    if (b.filename == "[kernel.kallsyms]" && !b.build_id.empty() && !running.empty())
+      same = same && b.build_id == running;
+  if (!same) {
+    notes_.push_back("recorded on another kernel (" + info.host.os_release +
+                     "): scheduler and tracing frames are kept in blocked stacks");
+    return;
+  }
+  auto k = Kallsyms::load();
+  if (!k) {
+    notes_.push_back("no kernel symbols (" + k.error().message() + "): scheduler frames are kept");
+    return;
+  }
+  kallsyms_.emplace(std::move(k).value());
+}
+
+Status Converter::open_writer(const std::vector<std::string>& argv) {
+  ids_ = pick_event_ids({});
+  perfdata::HostInfo host = reader_->info().host;
+  host.cmdline = argv;
+  auto w = opt_.output == "-" ? perfdata::PerfDataWriter::create_pipe(UniqueFd(dup(STDOUT_FILENO)), offwake_events(ids_), host)
+                              : perfdata::PerfDataWriter::create_file(opt_.output, offwake_events(ids_), host);
+  if (!w) return w.error();
+  writer_.emplace(std::move(w).value());
+  return ok_status();
+}
+
+Status Converter::run(const std::vector<std::string>& argv) {
+  auto r = perfdata::PerfDataReader::open(opt_.input);
+  if (!r) {
+    if (r.error().what().find("sample_type bit") == std::string::npos) return r.error();
+    return Error(r.error().what() + ": convert reads frame-pointer callchains: record with -g, not --call-graph dwarf or lbr");
+  }
+  reader_.emplace(std::move(r).value());
+  if (reader_->mode() == perfdata::Mode::kFile) OFFWAKE_TRY(setup_decoder());
+  setup_kernel();
+
+  sched::PairerOptions po;
+  auto mask = parse_state(opt_.state);
+  if (!mask) return mask.error();
+  po.state_mask = *mask;
+  po.min_block_ns = static_cast<uint64_t>(opt_.min_block_us * 1000);
+  po.max_block_ns = static_cast<uint64_t>(opt_.max_block_us * 1000);
+  // perf's tracepoint callchains start in the tracepoint's call (__traceiter_sched_switch),
+  // then the scheduler's own functions: both go, as in perf offwake record's stacks.
+  if (kallsyms_) {
+    auto start = kallsyms_->address_of("__sched_text_start");
+    auto end = kallsyms_->address_of("__sched_text_end");
+    if (!opt_.sched_frames && start && end) sched_text_ = std::make_pair(*start, *end);
+    po.drop_leading_kernel = [this](uint64_t ip) { return leading_frame(ip); };
+  }
+  po.is_kernel_thread = [this](uint32_t tid) { return is_kernel_thread(tid); };
+  pairer_.emplace(std::move(po));
+
+  OFFWAKE_TRY(open_writer(argv));
+  OFFWAKE_TRY(read_input());
+  if (!sched_samples_) return Error(opt_.input + " holds no sched_switch or sched_waking samples");
+  pairer_->finish(last_time_);
+  OFFWAKE_TRY(write_samples());
+  OFFWAKE_TRY(writer_->close());
+  stats_.bytes = writer_->stats().bytes;
+  stats_.output = opt_.output == "-" ? "(pipe)" : opt_.output;
+  return ok_status();
+}
+
+Status Converter::read_input() {
+  RoundOrderer order;
+  uint64_t seq = 0;
+  auto hand_on = [&](std::vector<Timed> batch) -> Status {
+    for (const auto& t : batch) OFFWAKE_TRY(process(t));
+    return ok_status();
+  };
+  for (;;) {
+    const uint64_t offset = reader_->input_offset();
+    auto next = reader_->next();
+    if (!next) return next.error();
+    if (!*next) break;
+    Record& rec = **next;
+    if (!decoder_ && std::holds_alternative<perfdata::SampleRecord>(rec)) OFFWAKE_TRY(setup_decoder());
+    if (std::holds_alternative<perfdata::FinishedRoundRecord>(rec)) {
+      OFFWAKE_TRY(hand_on(order.round()));
+      continue;
+    }
+    if (std::holds_alternative<perfdata::FinishedInitRecord>(rec)) continue;
+    if (const auto* o = std::get_if<perfdata::OtherRecord>(&rec); o && o->type >= 64) {
+      OFFWAKE_TRY(untimed(*o, offset));  // perf's own records: no time, no sample_id
+      continue;
+    }
+    order.add(Timed{perfdata::record_time(rec, reader_->events()[0].attr), seq++, offset, std::move(rec)});
+  }
+  if (!decoder_) OFFWAKE_TRY(setup_decoder());
+  return hand_on(order.rest());
+}
+
+// PERF_RECORD_THREAD_MAP says whom the recording followed: one entry of pid -1 when it was
+// system-wide. Per task, the switch-in of a task comes from PERF_RECORD_SWITCH only.
+Status Converter::untimed(const perfdata::OtherRecord& r, uint64_t) {
+  if (r.type != kRecordThreadMap) return ok_status();
+  perfdata::ByteReader br(r.payload, "thread map");
+  auto nr = br.get<uint64_t>();
+  if (!nr) return nr.error().context(opt_.input);
+  auto pid = br.get<uint64_t>();
+  per_task_ = *nr > 0 && pid && static_cast<int64_t>(*pid) != -1;
+  bool switch_records = false;  // --switch-events
+  for (const auto& e : reader_->events()) switch_records = switch_records || e.attr.context_switch;
+  if (per_task_ && !switch_records)
+    return Error(opt_.input + " was recorded per task without switch events, so a task's switch-in is missing: "
+                 "record with --switch-events (or system-wide with -a)");
+  return ok_status();
+}
+
+Status Converter::process(const Timed& t) {
+  if (t.time < last_time_) {
+    // Records of threads and mappings may come a little late without harm; scheduler events
+    // may not: a block would end before it started.
+    bool matters = std::holds_alternative<perfdata::SampleRecord>(t.record);
+    if (const auto* o = std::get_if<perfdata::OtherRecord>(&t.record)) matters = o->type == kRecordSwitch;
+    if (matters && t.time < last_sched_time_)
+      return Error(opt_.input + ": records out of order: the record at offset " + hex(t.offset) + " (time " +
+                   std::to_string(t.time) + ") is older than records already paired (time " +
+                   std::to_string(last_sched_time_) + ")");
+  }
+  last_time_ = std::max(last_time_, t.time);
+  if (const auto* s = std::get_if<perfdata::SampleRecord>(&t.record)) {
+    const perfdata::EventDesc* e = reader_->event_for(*s);
+    if (e == switch_event_) return sched_sample(*s, sched::SchedKind::kSwitch, t.offset);
+    if (e == waking_event_) return sched_sample(*s, sched::SchedKind::kWaking, t.offset);
+    return ok_status();  // other events of the recording are not carried over
+  }
+  if (const auto* o = std::get_if<perfdata::OtherRecord>(&t.record)) {
+    if (o->type == kRecordSwitch && !(o->misc & kMiscSwitchOut)) return switch_in(*o, t.offset);
+    if (o->type != kRecordMmap) return ok_status();
+  }
+  return carry(t.record);
+}
+
+Status Converter::sched_sample(const perfdata::SampleRecord& s, sched::SchedKind kind, uint64_t offset) {
+  sched::SchedEvent e;
+  e.time = s.time;
+  e.cpu = s.cpu;
+  e.pid = s.pid;
+  e.tid = s.tid;
+  e.callchain = s.callchain;
+  auto d = decoder_->decode(s.raw, e);
+  if (!d) return d.error().context(opt_.input + ": sample at offset " + hex(offset));
+  if (e.kind != kind)
+    return Error(opt_.input + ": sample at offset " + hex(offset) + " has the raw data of another tracepoint");
+  ++sched_samples_;
+  last_sched_time_ = std::max(last_sched_time_, s.time);
+  pairer_->add(e);
+  return ok_status();
+}
+
+// A traced task switched in (PERF_RECORD_SWITCH, per task): a switch from an unknown task
+// that did not block.
+Status Converter::switch_in(const perfdata::OtherRecord& r, uint64_t offset) {
+  auto sid = perfdata::sample_id_trailer(r, switch_event_->attr);
+  if (!sid) return sid.error().context(opt_.input + ": record at offset " + hex(offset));
+  sched::SchedEvent e;
+  e.kind = sched::SchedKind::kSwitch;
+  e.time = sid->time;
+  e.cpu = sid->cpu;
+  e.prev_tid = 0;
+  e.prev_state = 0;
+  e.next_tid = sid->tid;
+  last_sched_time_ = std::max(last_sched_time_, e.time);
+  pairer_->add(e);
+  return ok_status();
+}
+
+// Threads and mappings go into the output with its sample_id layout, and tell the pairer
+// about forks, execs and exits.
+Status Converter::carry(Record r) {
+  perfdata::SampleId* sid = nullptr;
+  if (auto* c = std::get_if<perfdata::CommRecord>(&r)) {
+    if (c->exec) pairer_->exec(c->tid);
+    sid = &c->sample_id;
+  } else if (auto* m = std::get_if<perfdata::Mmap2Record>(&r)) {
+    add_build_id(*m);
+    sid = &m->sample_id;
+  } else if (auto* t = std::get_if<perfdata::TaskRecord>(&r)) {
+    if (t->exit) {
+      pairer_->exit(t->tid);
+    } else {
+      tgid_of_[t->tid] = t->pid;
+      if (t->pid != t->ppid) {
+        parent_of_[t->pid] = t->ppid;
+        pairer_->fork(t->ppid, t->pid);
+      }
+    }
+    sid = &t->sample_id;
+  } else if (auto* l = std::get_if<perfdata::LostRecord>(&r)) {
+    stats_.perf_lost += l->lost;
+    l->id = ids_.time;
+    sid = &l->sample_id;
+  } else if (auto* ls = std::get_if<perfdata::LostSamplesRecord>(&r)) {
+    stats_.perf_lost += ls->lost;
+    return ok_status();  // ours says how many blocks were lost
+  } else if (auto* o = std::get_if<perfdata::OtherRecord>(&r)) {
+    // PERF_RECORD_MMAP (perf synthesizes the kernel's and its modules' that way): as MMAP2.
+    perfdata::ByteReader br(o->payload, "mmap record");
+    perfdata::Mmap2Record m;
+    m.cpumode = o->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+    OFFWAKE_TRY(br.read(m.pid));
+    OFFWAKE_TRY(br.read(m.tid));
+    OFFWAKE_TRY(br.read(m.start));
+    OFFWAKE_TRY(br.read(m.len));
+    OFFWAKE_TRY(br.read(m.pgoff));
+    const size_t trailer = perfdata::sample_id_size(switch_event_->attr);
+    auto name = br.get_fixed_string(br.remaining() - std::min(br.remaining(), trailer));
+    if (!name) return name.error();
+    m.filename = *name;
+    auto s = perfdata::get_sample_id(br, switch_event_->attr);
+    if (!s) return s.error();
+    m.sample_id = *s;
+    m.prot = 5;  // PROT_READ | PROT_EXEC: MMAP records are of executable mappings
+    r = m;
+    sid = &std::get<perfdata::Mmap2Record>(r).sample_id;
+  } else {
+    return ok_status();
+  }
+  sid->id = ids_.time;
+  sid->stream_id = 0;
+  return writer_->write(r);
+}
+
+// A leading kernel frame of a blocked stack that goes: the tracing machinery's, and the
+// scheduler's own (.sched.text) unless --sched-frames.
+bool Converter::leading_frame(uint64_t ip) const {
+  if (sched_text_ && ip >= sched_text_->first && ip < sched_text_->second) return true;
+  const KernelSymbol* sym = kallsyms_->find(ip);
+  return sym && (sym->name.rfind("__traceiter_", 0) == 0 || sym->name.rfind("perf_trace_", 0) == 0);
+}
+
+// perf record writes build ids only of the files its samples' ips fell in, which for tracepoints
+// are the kernel's: a user mapping gets its build id from the file it names, when that is
+// still the file that was mapped (same device and inode), as perf offwake record's mappings
+// have theirs. Symbols are then checked against it, and debug files found by it.
+void Converter::add_build_id(perfdata::Mmap2Record& m) {
+  if (!m.build_id.empty() || m.filename.empty() || m.filename[0] != '/') return;
+  if (recorded_ids_.empty())
+    for (const auto& b : reader_->info().build_ids)
+      if (!b.build_id.empty()) recorded_ids_[b.filename] = b.build_id;
+  if (auto it = recorded_ids_.find(m.filename); it != recorded_ids_.end()) {
+    m.build_id = it->second;
+    return;
+  }
+  struct stat st {};
+  if (stat(m.filename.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  if (major(st.st_dev) != m.maj || minor(st.st_dev) != m.min || st.st_ino != m.ino) return;
+  m.build_id = file_ids_.get(m.filename);
+}
+
+bool Converter::is_kernel_thread(uint32_t tid) const {
+  if (tid == 0) return true;
+  auto t = tgid_of_.find(tid);
+  const uint32_t tgid = t == tgid_of_.end() ? tid : t->second;
+  if (tgid == 2) return true;  // kthreadd
+  auto p = parent_of_.find(tgid);
+  return p != parent_of_.end() && p->second == 2;
+}
+
+Status Converter::write_samples() {
+  for (const auto& b : reader_->info().build_ids) writer_->add_build_id(b);
+  for (const PseudoWaker& p : kPseudoWakers) {
+    perfdata::CommRecord c;
+    c.pid = c.tid = p.tid;
+    c.comm = p.comm;
+    c.sample_id = {p.tid, p.tid, 0, ids_.waker, 0, 0};
+    OFFWAKE_TRY(writer_->write(c));
+  }
+  AggregateSamples convert(*pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr);
+  for (const auto& a : pairer_->aggregates()) {
+    auto samples = convert.convert(a, last_time_);
+    for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
+    stats_.offwake_samples += samples.size();
+    stats_.blocked_ns += a.value.total_ns;
+    ++stats_.keys;
+  }
+  stats_.counters = pairer_->counters();
+  stats_.kernel_missing = convert.kernel_losses();
+  stats_.user_missing = convert.user_losses();
+  stats_.sample_stacks = convert.sample_stacks();
+  const auto& info = reader_->info();
+  stats_.duration_ns = info.last_sample_time > info.first_sample_time ? info.last_sample_time - info.first_sample_time : 0;
+  if (uint64_t lost = stats_.lost_blocks()) {
+    perfdata::LostSamplesRecord l;
+    l.lost = lost;
+    l.sample_id.id = ids_.time;
+    l.sample_id.time = last_time_;
+    OFFWAKE_TRY(writer_->write(l));
+  }
+  if (writer_->mode() == perfdata::Mode::kFile) writer_->add_feature(kFeatOffwakeStats, stats_.encode());
+  return ok_status();
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+int cmd_convert(const std::vector<std::string>& args) {
+  ConvertOptions o;
+  std::vector<Option> table = {
+      string_option('i', "input", "file", &o.input, "stock perf recording ('-' for standard input); default perf.data"),
+      string_option('o', "output", "file", &o.output, "output file name ('-' for a pipe)"),
+      string_option(0, "state", "S|D|I", &o.state,
+                    "waits kept: S sleep, D uninterruptible, I idle kernel threads (default SDI)"),
+      double_option(0, "min-block", "usecs", &o.min_block_us, "ignore blocks shorter than this"),
+      double_option(0, "max-block", "usecs", &o.max_block_us, "ignore blocks longer than this"),
+      flag_option(0, "sched-frames", &o.sched_frames,
+                  "keep the scheduler's own frames (schedule, __schedule, ...) in blocked kernel stacks"),
+      flag_option('q', "quiet", &o.quiet, "do not print the summary"),
+  };
+  const std::vector<std::string> usage = {"perf offwake convert [-i <file>] -o <file> [<options>]"};
+  ParsedArgs parsed;
+  if (auto exit = parse_command_line("convert", args, table, usage, false, parsed)) return *exit;
+  auto usage_error = [](const std::string& m) {
+    fprintf(stderr, "perf offwake convert: %s\n", m.c_str());
+    return kExitUsage;
+  };
+  if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
+  if (o.output.empty()) return usage_error("-o/--output is required (the offwake recording to write)");
+  if (o.output != "-" && o.output == o.input) return usage_error("-o names the input file");
+  if (o.min_block_us < 0 || o.max_block_us < 0 || o.min_block_us > 1.8e13 || o.max_block_us > 1.8e13)
+    return usage_error("--min-block and --max-block take 0 to 1.8e13 microseconds");
+  if (o.max_block_us && o.max_block_us < o.min_block_us) return usage_error("--max-block is below --min-block");
+  if (auto m = parse_state(o.state); !m) return usage_error(m.error().message());
+  if (o.output != "-" && o.input != "-" && !exists(o.input)) {
+    fprintf(stderr, "perf offwake convert: %s does not exist (record it with %s -a)\n", o.input.c_str(), kRecipe);
+    return kExitFailure;
+  }
+  if (o.output != "-" && exists(o.output)) {
+    std::string old = o.output + ".old";
+    if (rename(o.output.c_str(), old.c_str()) != 0) {
+      fprintf(stderr, "perf offwake convert: cannot rename %s to %s: %s\n", o.output.c_str(), old.c_str(),
+              strerror(errno));
+      return kExitFailure;
+    }
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::string> argv = {"perf", "offwake"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Converter c(o);
+  Status s = c.run(argv);
+  if (!s) {
+    fprintf(stderr, "perf offwake convert: %s\n", s.error().message().c_str());
+    return kExitFailure;
+  }
+  if (!o.quiet) {
+    for (const auto& n : c.notes()) fprintf(stderr, "perf offwake convert: note: %s\n", n.c_str());
+    const RecordStats& st = c.stats();
+    fprintf(stderr, "[ perf offwake convert: %llu blocks, %llu wakeups, %.3f s blocked, %llu distinct stacks ]\n",
+            static_cast<unsigned long long>(st.counters.blocks), static_cast<unsigned long long>(st.counters.wakeups),
+            st.blocked_ns / 1e9, static_cast<unsigned long long>(st.keys));
+    fprintf(stderr, "[ perf offwake convert: wrote %.3f MB %s (%llu samples); %llu perf records lost; "
+            "%llu blocks without a waker ]\n",
+            st.bytes / 1048576.0, st.output.c_str(), static_cast<unsigned long long>(st.offwake_samples),
+            static_cast<unsigned long long>(st.perf_lost), static_cast<unsigned long long>(st.counters.missed_wakeups));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_convert(const std::vector<std::string>& args) { return cmd_convert(args); }
+
+}  // namespace offwake
