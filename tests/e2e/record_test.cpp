@@ -621,6 +621,21 @@ TEST(Record, OnCpuSamplesOnlyTheRecordedThreads) {
   EXPECT_GT(on_cpu, 0u);
 }
 
+// On-CPU samples in the vDSO: the recording maps [vdso], and perf names its function.
+TEST(Record, OnCpuSamplesInTheVdsoAreNamed) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto rec = run(kOffwake + " record -q --on-cpu -o " + data + " -- " + kWorkloads + "wl_vdso -m 1000");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto report = run("perf report --stdio --no-children --sort dso,sym -g none -i " + data);
+  ASSERT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("[vdso]"), std::string::npos) << report.out.substr(0, 3000);
+  EXPECT_NE(report.out.find("__vdso_clock_gettime"), std::string::npos) << report.out.substr(0, 3000);
+  // Below the vDSO frame, the caller in the workload symbolizes too.
+  auto script = run("perf script -F event,ip,sym,dso -i " + data);
+  EXPECT_NE(script.out.find("wl_vdso_spin"), std::string::npos);
+}
+
 TEST(Record, WithoutPrivilegesOneLineError) {
   TempDir dir;
   chmod(dir.path().c_str(), 0777);
