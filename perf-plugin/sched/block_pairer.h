@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -31,10 +32,12 @@ struct PairerOptions {
   bool user_threads_only = false, kernel_threads_only = false;
   uint32_t state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I;
   uint64_t min_block_ns = 0, max_block_ns = 0;
-  // Leading kernel frames of a blocked stack inside [start, end) are dropped: the scheduler's
-  // own functions (.sched.text, kallsyms __sched_text_start/_end), which the BPF back end's
-  // stacks of sleeping tasks leave out too. Unset (--sched-frames): kept.
-  std::optional<std::pair<uint64_t, uint64_t>> sched_text;
+  // Leading (leaf-side) kernel frames that are dropped from blocked stacks while this says
+  // so: the tracing machinery that reached the tracepoint (__traceiter_sched_switch, ...) and
+  // the scheduler's own functions (.sched.text: __schedule, schedule, do_nanosleep, ...),
+  // which the BPF back end's stacks of sleeping tasks leave out too (keep those with
+  // --sched-frames). Unset: nothing is dropped.
+  std::function<bool(uint64_t ip)> drop_leading_kernel;
   // Whether a thread is a kernel thread (for the thread filters and "kthread" wakers);
   // unset: none is.
   std::function<bool(uint32_t tid)> is_kernel_thread;
@@ -64,17 +67,45 @@ class BlockPairer : public StackTraceSource {
   Result<std::span<const uint64_t>> lookup(uint64_t id) const override;
 
  private:
-  struct Block;  // defined in block_pairer.cpp
-  struct Thread;
+  // What the pairer knows of a thread: who it is, its open block, and its recorded waker.
+  struct Thread {
+    uint32_t tgid = 0;
+    uint64_t generation = 1;  // bumped by exec and exit: the key's ident
+    std::string comm;
+    int running_on = -1;      // the CPU it is current on, -1 if none
+    bool blocked = false;     // a block is open, since block_ts
+    uint64_t block_ts = 0;
+    uint32_t state = 0;
+    int64_t kern = kNoStack, user = kNoStack;
+    // The recorded wakeup (woken), and whether it came while the thread was still on its
+    // way into the scheduler: then it belongs to the block its switch-out starts.
+    bool woken = false, wake_on_cpu = false;
+    uint64_t wake_ts = 0;
+    uint32_t waker_flags = 0, waker_tgid = 0, waker_tid = 0;
+    uint64_t waker_ident = 0;
+    int64_t waker_kern = kNoStack, waker_user = kNoStack;
+    std::string waker_comm;
+  };
+
+  Thread& thread(uint32_t tid);
+  bool wanted(uint32_t tid, const Thread& t) const;
+  int64_t intern(std::vector<uint64_t> frames, int half);
+  void split(const Callchain& chain, bool blocked, int64_t& kern, int64_t& user);
+  void switch_out(const SchedEvent& e);
+  void switch_in(const SchedEvent& e);
+  void waking(const SchedEvent& e);
+  // t's open block ended at `end`: kept (aggregated or sent) or filtered, and counted.
+  void end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu, bool with_waker, uint32_t no_waker);
+  bool kernel_thread(uint32_t tid) const;
 
   PairerOptions opt_;
   std::vector<bpf::Aggregate> aggregates_;
-  std::map<std::string, size_t> index_;  // key bytes -> aggregates_ position
+  std::map<std::string, size_t> index_;  // key bytes (without a chain) -> aggregates_ position
   offwake_counters counters_{};
-  std::vector<std::vector<uint64_t>> stacks_;                // id -> frames, leaf first
-  std::map<std::vector<uint64_t>, uint64_t> stack_ids_;     // and back
-  std::unordered_map<uint32_t, Thread*> threads_;
-  std::vector<std::unique_ptr<Thread>> thread_store_;
+  std::vector<std::vector<uint64_t>> stacks_;            // id -> frames, leaf first
+  std::map<std::vector<uint64_t>, int64_t> stack_ids_[2];  // and back, per half
+  std::unordered_map<uint32_t, Thread> threads_;
+  std::unordered_map<uint32_t, uint32_t> cpu_current_;    // cpu -> tid
 };
 
 }  // namespace offwake::sched

@@ -40,8 +40,10 @@ class SchedDecoder {
   struct TepDeleter {
     void operator()(tep_handle* t) const;
   };
+  struct Layout;  // the fields' places, from the formats
   SchedDecoder() = default;
   std::unique_ptr<tep_handle, TepDeleter> tep_;
+  std::unique_ptr<Layout> layout_;
   uint64_t switch_id_ = 0, waking_id_ = 0;
 };
 

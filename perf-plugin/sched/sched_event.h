@@ -41,4 +41,7 @@ struct SchedEvent {
   uint32_t irq = 0;
 };
 
+// Whether a switch-out in `prev_state` (SchedEvent::prev_state) starts a block: S, D or I.
+inline bool state_is_block(uint32_t prev_state) { return (prev_state & 0x3) != 0; }
+
 }  // namespace offwake::sched

@@ -1,0 +1,211 @@
+// BlockPairer: scheduler events in, blocks out, by the BPF programs' rules.
+#include "sched/block_pairer.h"
+
+#include <gtest/gtest.h>
+
+namespace offwake::sched {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kSched = 0xffffffff82265000;  // "scheduler" frames: dropped from blocked stacks
+
+Callchain chain(std::initializer_list<uint64_t> kernel, std::initializer_list<uint64_t> user) {
+  Callchain c;
+  for (uint64_t ip : kernel) c.push(ip, FrameContext::kKernel);
+  for (uint64_t ip : user) c.push(ip, FrameContext::kUser);
+  return c;
+}
+
+SchedEvent switch_ev(uint64_t t, uint32_t cpu, uint32_t prev, uint32_t prev_pid, uint32_t state, uint32_t next,
+                     Callchain c = {}) {
+  SchedEvent e;
+  e.kind = SchedKind::kSwitch;
+  e.time = t;
+  e.cpu = cpu;
+  e.pid = prev_pid;
+  e.tid = prev;
+  e.prev_tid = prev;
+  e.prev_state = state;
+  e.next_tid = next;
+  e.prev_comm = "t" + std::to_string(prev);
+  e.next_comm = "t" + std::to_string(next);
+  e.callchain = std::move(c);
+  return e;
+}
+
+SchedEvent waking_ev(uint64_t t, uint32_t cpu, uint32_t waker, uint32_t waker_pid, uint32_t target, uint32_t irq = 0,
+                     Callchain c = {}) {
+  SchedEvent e;
+  e.kind = SchedKind::kWaking;
+  e.time = t;
+  e.cpu = cpu;
+  e.pid = waker_pid;
+  e.tid = waker;
+  e.target_tid = target;
+  e.irq = irq;
+  e.callchain = std::move(c);
+  return e;
+}
+
+PairerOptions options() {
+  PairerOptions o;
+  o.drop_leading_kernel = [](uint64_t ip) { return ip >= kSched && ip < kSched + 0x1000; };
+  return o;
+}
+
+std::vector<uint64_t> frames(const BlockPairer& p, int64_t id) {
+  auto f = p.lookup(static_cast<uint64_t>(id));
+  EXPECT_TRUE(f.ok());
+  return f.ok() ? std::vector<uint64_t>(f->begin(), f->end()) : std::vector<uint64_t>{};
+}
+
+// Thread 10 (process 10) blocks in read, thread 20 wakes it, it runs again 5 ms after blocking.
+TEST(BlockPairer, SwitchOutWakingSwitchInIsOneBlockWithItsWaker) {
+  BlockPairer p(options());
+  p.add(switch_ev(100 * kMs, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0,
+                  chain({kSched + 8, kSched + 16, 0xffffffff816e4063}, {0x401000, 0x402000})));
+  p.add(switch_ev(101 * kMs, 1, 0, 0, 0, 20));
+  p.add(waking_ev(104 * kMs, 1, 20, 20, 10, 0, chain({0xffffffff813b4986}, {0x403000})));
+  p.add(switch_ev(105 * kMs, 0, 0, 0, 0, 10));
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  const bpf::Aggregate& a = p.aggregates()[0];
+  EXPECT_EQ(a.key.tid, 10u);
+  EXPECT_EQ(a.key.tgid, 10u);
+  EXPECT_EQ(a.key.state, OFFWAKE_STATE_INTERRUPTIBLE);
+  EXPECT_EQ(frames(p, a.key.kern_stack_id), (std::vector<uint64_t>{0xffffffff816e4063}));
+  EXPECT_EQ(frames(p, a.key.user_stack_id), (std::vector<uint64_t>{0x401000, 0x402000}));
+  EXPECT_EQ(a.key.waker_tid, 20u);
+  EXPECT_EQ(a.key.waker_flags, 0u);
+  EXPECT_EQ(frames(p, a.key.waker_kern_stack_id), (std::vector<uint64_t>{0xffffffff813b4986}));
+  EXPECT_EQ(frames(p, a.key.waker_user_stack_id), (std::vector<uint64_t>{0x403000}));
+  EXPECT_STREQ(a.key.comm, "t10");
+  EXPECT_STREQ(a.key.waker_comm, "t20");
+  EXPECT_EQ(a.value.total_ns, 5 * kMs);
+  EXPECT_EQ(a.value.count, 1u);
+  EXPECT_EQ(a.value.last_ns, 104 * kMs);  // stamped with the wakeup
+  EXPECT_EQ(p.counters().blocks, 1u);
+  EXPECT_EQ(p.counters().wakeups, 1u);
+}
+
+TEST(BlockPairer, SameStacksSumAndFiltersDrop) {
+  PairerOptions o = options();
+  o.min_block_ns = 2 * kMs;
+  BlockPairer p(o);
+  uint64_t t = 0;
+  for (uint64_t len : {1 * kMs, 3 * kMs, 4 * kMs}) {
+    p.add(switch_ev(t, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+    p.add(waking_ev(t + len, 1, 20, 20, 10, 0, chain({3}, {4})));
+    p.add(switch_ev(t + len, 0, 0, 0, 0, 10));
+    t += 10 * kMs;
+  }
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  EXPECT_EQ(p.aggregates()[0].value.count, 2u);
+  EXPECT_EQ(p.aggregates()[0].value.total_ns, 7 * kMs);
+  EXPECT_EQ(p.aggregates()[0].value.max_ns, 4 * kMs);
+  EXPECT_EQ(p.counters().filtered, 1u);
+}
+
+TEST(BlockPairer, InterruptWakersAreTheirContext) {
+  BlockPairer p(options());
+  p.add(switch_ev(0, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  // Task 30 was interrupted; the timer interrupt woke 10.
+  p.add(waking_ev(3 * kMs, 1, 30, 30, 10, OFFWAKE_WAKER_HARDIRQ, chain({5, 6}, {7})));
+  p.add(switch_ev(4 * kMs, 0, 0, 0, 0, 10));
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  const offwake_key& k = p.aggregates()[0].key;
+  EXPECT_EQ(k.waker_flags, OFFWAKE_WAKER_HARDIRQ);
+  EXPECT_EQ(k.waker_tid, 0u);
+  EXPECT_EQ(k.waker_user_stack_id, OFFWAKE_NO_STACK);
+  EXPECT_STREQ(k.waker_comm, "[hardirq]");
+  EXPECT_EQ(frames(p, k.waker_kern_stack_id), (std::vector<uint64_t>{5, 6}));
+  EXPECT_EQ(p.counters().irq_wakeups, 1u);
+}
+
+TEST(BlockPairer, PreemptionIsNotABlockAndStatesAreFiltered) {
+  PairerOptions o = options();
+  o.state_mask = OFFWAKE_WANT_D;
+  BlockPairer p(o);
+  p.add(switch_ev(0, 0, 10, 10, 0, 11));                            // preempted
+  p.add(switch_ev(1 * kMs, 0, 11, 11, OFFWAKE_STATE_INTERRUPTIBLE, 10));  // S, not wanted
+  p.add(switch_ev(2 * kMs, 0, 10, 10, OFFWAKE_STATE_UNINTERRUPTIBLE, 11, chain({1}, {2})));
+  p.add(waking_ev(5 * kMs, 1, 0, 0, 10, OFFWAKE_WAKER_SOFTIRQ, chain({9}, {})));
+  p.add(switch_ev(6 * kMs, 0, 11, 11, 0, 10));
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  EXPECT_EQ(p.aggregates()[0].key.tid, 10u);
+  EXPECT_EQ(p.aggregates()[0].key.state, OFFWAKE_STATE_UNINTERRUPTIBLE);
+  EXPECT_EQ(p.aggregates()[0].value.total_ns, 4 * kMs);
+}
+
+TEST(BlockPairer, MissingWakeupAndMissingSwitchInAreCounted) {
+  BlockPairer p(options());
+  // No wakeup seen.
+  p.add(switch_ev(0, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(switch_ev(2 * kMs, 0, 0, 0, 0, 10));
+  // Woken at 5 ms, but its switch-in is not seen: it switches out again at 9 ms.
+  p.add(switch_ev(3 * kMs, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(waking_ev(5 * kMs, 1, 20, 20, 10, 0, chain({3}, {4})));
+  p.add(switch_ev(9 * kMs, 1, 10, 10, 0, 0));
+  EXPECT_EQ(p.counters().missed_wakeups, 1u);
+  EXPECT_EQ(p.counters().late_ends, 1u);
+  uint64_t with_waker = 0, without = 0;
+  for (const auto& a : p.aggregates()) (a.key.waker_tid == 20 ? with_waker : without) += a.value.total_ns;
+  EXPECT_EQ(with_waker, 2 * kMs);  // ended at its wakeup
+  EXPECT_EQ(without, 2 * kMs);
+}
+
+TEST(BlockPairer, FiltersOnProcessesFollowForksAndCountStillBlocked) {
+  PairerOptions o = options();
+  o.tgids = {10};
+  o.follow_forks = true;
+  BlockPairer p(o);
+  p.add(switch_ev(0, 0, 50, 50, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));  // not a target
+  p.add(switch_ev(1 * kMs, 1, 11, 11, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));  // not yet
+  p.fork(10, 11);
+  p.add(switch_ev(2 * kMs, 0, 0, 0, 0, 50));
+  p.add(switch_ev(3 * kMs, 1, 0, 0, 0, 11));
+  EXPECT_TRUE(p.aggregates().empty());
+  p.add(switch_ev(4 * kMs, 1, 11, 11, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.finish(10 * kMs);
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  EXPECT_EQ(p.aggregates()[0].key.tid, 11u);
+  EXPECT_EQ(p.aggregates()[0].key.waker_flags, OFFWAKE_WAKER_STILL_BLOCKED);
+  EXPECT_EQ(p.aggregates()[0].value.total_ns, 6 * kMs);
+  EXPECT_EQ(p.counters().still_blocked, 1u);
+  EXPECT_EQ(p.counters().forks_followed, 1u);
+}
+
+TEST(BlockPairer, ExecStartsANewIdentityAndTimelineSendsEachBlock) {
+  std::vector<offwake_event> sent;
+  PairerOptions o = options();
+  o.timeline = [&](const offwake_event& e) { sent.push_back(e); };
+  BlockPairer p(o);
+  for (int i = 0; i < 2; ++i) {
+    const uint64_t t = static_cast<uint64_t>(i) * 10 * kMs;
+    p.add(switch_ev(t, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+    p.add(waking_ev(t + 2 * kMs, 1, 20, 20, 10, 0, chain({3}, {4})));
+    p.add(switch_ev(t + 3 * kMs, 2, 0, 0, 0, 10));
+    if (i == 0) p.exec(10);
+  }
+  EXPECT_TRUE(p.aggregates().empty());
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_NE(sent[0].key.ident, sent[1].key.ident);
+  EXPECT_EQ(sent[1].start_ns, 10 * kMs);
+  EXPECT_EQ(sent[1].end_ns, 13 * kMs);
+  EXPECT_EQ(sent[1].stamp_ns, 12 * kMs);
+  EXPECT_EQ(sent[1].cpu, 2u);
+}
+
+// A wakeup that comes while the task is still on its way into the scheduler belongs to the
+// block its switch-out starts.
+TEST(BlockPairer, WakeupBeforeTheSwitchOutBelongsToThatBlock) {
+  BlockPairer p(options());
+  p.add(switch_ev(0, 0, 0, 0, 0, 10));  // 10 runs on CPU 0
+  p.add(waking_ev(1 * kMs, 1, 20, 20, 10, 0, chain({3}, {4})));
+  p.add(switch_ev(1 * kMs + 1000, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(switch_ev(2 * kMs, 0, 0, 0, 0, 10));
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  EXPECT_EQ(p.aggregates()[0].key.waker_tid, 20u);
+}
+
+}  // namespace
+}  // namespace offwake::sched
