@@ -227,10 +227,13 @@ Status Recorder::open_source() {
   const std::string why = first_line(bpf.error().message());
   if (std::string option = bpf_only_option(opt_); !option.empty())
     return Error("the BPF programs cannot be loaded (" + why + "), and " + option + " needs them");
+  auto tp = open_tracepoint_blocks(tracepoint_options());
+  if (!tp)
+    return Error("the BPF programs cannot be loaded (" + why + "), nor the scheduler tracepoints (" +
+                 first_line(tp.error().message()) + ")");
+  // Said once the tracepoints are open: a failure of both is one line.
   fprintf(stderr, "perf offwake record: BPF unavailable (%s): using the scheduler tracepoints (--backend tracepoint)\n",
           why.c_str());
-  auto tp = open_tracepoint_blocks(tracepoint_options());
-  if (!tp) return tp.error().context("the tracepoint back end");
   source_ = std::move(tp).value();
   return ok_status();
 }

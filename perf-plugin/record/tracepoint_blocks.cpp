@@ -174,8 +174,7 @@ class TracepointBlocks : public BlockSource {
 Result<std::unique_ptr<BlockSource>> open_tracepoint_blocks(TracepointBlockOptions o) {
   auto decoder = sched::SchedDecoder::from_tracefs(o.tracefs);
   if (!decoder)
-    return decoder.error().context("reading the scheduler tracepoints' formats (is tracefs mounted? mount -t "
-                                   "tracefs nodev " + o.tracefs + ")");
+    return decoder.error().context("reading the scheduler tracepoints' formats");
   auto kallsyms = Kallsyms::load();
   if (!kallsyms) return kallsyms.error().context("reading the kernel's symbols");
   o.pairer.drop_leading_kernel =

@@ -2,6 +2,9 @@
 // tracepoints through libperf, paired in user space) on the workloads that know their own
 // truth, read back by Debian's perf 6.1; the same workloads recorded by both back ends give
 // the same answer; auto falls back to the tracepoints where BPF cannot be loaded.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -271,6 +274,20 @@ TEST(BackendFallback, AutoWithABpfOnlyOptionNamesIt) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("the BPF programs cannot be loaded"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--eager needs them"), std::string::npos) << r.err;
+}
+
+// Neither back end for an unprivileged user: one line that says why for both, no file.
+TEST(BackendFallback, NeitherBackEndIsOneLine) {
+  TempDir dir;
+  chmod(dir.path().c_str(), 0777);
+  auto r = run("setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all " + kOffwake + " record -o " +
+               dir.file("perf.data") + " -- true");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("the BPF programs cannot be loaded ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nor the scheduler tracepoints ("), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("BPF unavailable"), std::string::npos) << "no fallback notice: " << r.err;
+  EXPECT_NE(access(dir.file("perf.data").c_str(), F_OK), 0) << "no output file on failure";
 }
 
 // With BPF available, auto is BPF: no notice, no tracepoint line.
