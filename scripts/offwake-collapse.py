@@ -3,12 +3,21 @@
 #
 #   target_comm;blocked frames root->leaf;--;waker frames leaf->root;waker_comm NANOSECONDS
 #
+# and, for a recording with wakeup chains (perf offwake record --chain-depth N), each further
+# hop after the waker: "--", the frames of that hop's block root->leaf (the previous hop's
+# waker, in its latest block before that wakeup), "--", the frames of its waker leaf->root;
+# the line ends with the last waker's comm:
+#
+#   target_comm;blocked;--;hop 1 waker;--;hop 2 blocked;--;hop 2 waker;...;last_waker_comm NS
+#
+# (a block's leaf meets the leaf of the stack that woke it; a waker's root meets the root of
+# the same thread's block before). `perf offwake report --folded` prints the same lines.
 # ready for offwake-flamegraph.py --folded (or any flame graph tool that reads folded stacks).
 #
 #   perf script -i perf.data -s scripts/offwake-collapse.py [-- [--kernel-only | --user-only]
 #                                    [--pid-tid] [--min NS] [--sort name|time]]
 #
-#   --kernel-only, --user-only  keep only kernel (or user) frames, in both stacks
+#   --kernel-only, --user-only  keep only kernel (or user) frames, in every stack
 #   --pid-tid                   name threads "comm-PID/TID"; interrupt wakers ("[hardirq]",
 #                               "[softirq]", "[nmi]", "[no waker seen]") stay bare, their ids
 #                               are not real threads
@@ -19,10 +28,12 @@
 # perf 6.1 hands everything after the data options to the script as sys.argv[1:]; options
 # that start with "-" must come after "--", or perf takes them for its own.
 #
-# Each offwake-time sample (the blocked thread) is paired with the offwake-waker sample that
-# immediately follows it. When the host gives the blocked sample a 'waker' dict (as
-# `perf offwake script -s` does), that is used and offwake-waker samples are ignored. A
-# blocked sample without its waker is folded with the waker "[unknown waker]".
+# Each offwake-time sample (the blocked thread) is grouped with the offwake-waker sample and
+# the offwake-hop-* samples that immediately follow it (offwake_stacks.WakerPairing). When the
+# host gives the blocked sample a 'waker' dict and a 'chain' list (as `perf offwake script -s`
+# does), those are used and the other samples are ignored. A blocked sample without its waker
+# is folded with the waker "[unknown waker]", and so is a hop of a chain cut short that lost
+# its waker.
 # Runs in perf's own Python (perf script -s) and in `perf offwake script -s`.
 import sys
 from collections import defaultdict
@@ -71,15 +82,23 @@ def blocked_of(param_dict):
     }
 
 
-def fold(blocked, waker):
+def fold(blocked, waker, hops):
     global unpaired
+    parts = [blocked["name"]] + blocked["frames"] + [SEPARATOR]
     if waker is None:
         unpaired += 1
-        waker_name, waker_frames = UNKNOWN_WAKER, []
+        parts.append(UNKNOWN_WAKER)
     else:
-        waker_name, waker_frames = thread_name(waker), frames(waker.get("callchain"))
-    parts = [blocked["name"]] + blocked["frames"] + [SEPARATOR]
-    parts += list(reversed(waker_frames)) + [waker_name]
+        parts += list(reversed(frames(waker.get("callchain"))))
+        last = thread_name(waker)
+        for hop_blocked, hop_waker in hops:
+            parts += [SEPARATOR] + frames(hop_blocked.get("callchain")) + [SEPARATOR]
+            if hop_waker is None:
+                last = UNKNOWN_WAKER
+                break
+            parts += list(reversed(frames(hop_waker.get("callchain"))))
+            last = thread_name(hop_waker)
+        parts.append(last)
     totals[";".join(parts)] += blocked["period"]
 
 
@@ -101,3 +120,5 @@ def trace_end():
         print("%s %d" % (stack, ns))
     if unpaired:
         sys.stderr.write("offwake-collapse: %d blocked samples without a waker sample\n" % unpaired)
+    if pairing.cut_short:
+        sys.stderr.write("offwake-collapse: %d wakeup chains cut short\n" % pairing.cut_short)

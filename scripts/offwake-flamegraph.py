@@ -21,10 +21,15 @@
 # perf 6.1 hands everything after the data options to the script as sys.argv[1:]; options
 # that start with "-" must come after "--", or perf takes them for its own.
 #
-# Each offwake-time sample (the blocked thread) is paired with the offwake-waker sample that
-# immediately follows it. When the host gives the blocked sample a 'waker' dict (as
-# `perf offwake script -s` does), that is used and offwake-waker samples are ignored. A
-# blocked sample without its waker is drawn with the waker "[unknown waker]".
+# With wakeup chains (perf offwake record --chain-depth N) each further hop stacks upward in
+# the order of offwake-collapse.py's line: "--", the hop's blocked stack (blue, root first),
+# "--", its waker's stack (purple, inverted), the last waker's comm at the top.
+#
+# Each offwake-time sample (the blocked thread) is grouped with the offwake-waker sample and
+# the offwake-hop-* samples that immediately follow it. When the host gives the blocked
+# sample a 'waker' dict and a 'chain' list (as `perf offwake script -s` does), those are used
+# and the other samples are ignored. A blocked sample without its waker is drawn with the
+# waker "[unknown waker]".
 import sys
 import zlib
 from collections import defaultdict
@@ -123,7 +128,7 @@ def render_svg(folded, title, width):
            'waker stack inverted above it (purple); total %s</text>'
            % (MARGIN, SEPARATOR, escape(human(root.ns)))]
 
-    def draw(node, x, level, part):
+    def draw(node, x, level, part, seps):
         w = node.ns * scale
         if w < 0.1:
             return
@@ -141,16 +146,14 @@ def render_svg(folded, title, width):
         out.append("</g>")
         child_x = x
         for child in sorted(node.children.values(), key=lambda c: c.name):
-            if part == "blocked" and child.name == SEPARATOR:
-                child_part = "separator"
-            elif part in ("separator", "waker"):
-                child_part = "waker"
+            # Stacks alternate above each separator: blocked, waker, blocked (a chain's hop), ...
+            if child.name == SEPARATOR and part != "all":
+                draw(child, child_x, level + 1, "separator", seps + 1)
             else:
-                child_part = "blocked"
-            draw(child, child_x, level + 1, child_part)
+                draw(child, child_x, level + 1, "waker" if seps % 2 else "blocked", seps)
             child_x += child.ns * scale
 
-    draw(root, MARGIN, 0, "all")
+    draw(root, MARGIN, 0, "all", 0)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -203,13 +206,22 @@ def blocked_of(param_dict):
             param_dict.get("sample", {}).get("period", 0))
 
 
-def add(blocked, waker):
+def add(blocked, waker, hops):
     stack, period = blocked
+    stack += (SEPARATOR,)
     if waker is None:
-        waker_comm, waker_frames = UNKNOWN_WAKER, ()
-    else:
-        waker_comm, waker_frames = folded_comm(waker.get("comm")), frames(waker.get("callchain"))
-    samples[stack + (SEPARATOR,) + waker_frames[::-1] + (waker_comm,)] += period
+        samples[stack + (UNKNOWN_WAKER,)] += period
+        return
+    stack += frames(waker.get("callchain"))[::-1]
+    last = folded_comm(waker.get("comm"))
+    for hop_blocked, hop_waker in hops:
+        stack += (SEPARATOR,) + frames(hop_blocked.get("callchain")) + (SEPARATOR,)
+        if hop_waker is None:
+            last = UNKNOWN_WAKER
+            break
+        stack += frames(hop_waker.get("callchain"))[::-1]
+        last = folded_comm(hop_waker.get("comm"))
+    samples[stack + (last,)] += period
 
 
 pairing = WakerPairing(blocked_of, add)

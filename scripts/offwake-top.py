@@ -17,10 +17,15 @@
 # perf 6.1 hands everything after the data options to the script as sys.argv[1:]; options
 # that start with "-" must come after "--", or perf takes them for its own (-n is perf's).
 #
-# Each offwake-time sample (the blocked thread) is paired with the offwake-waker sample that
-# immediately follows it. When the host gives the blocked sample a 'waker' dict (as
-# `perf offwake script -s` does), that is used and offwake-waker samples are ignored. A
-# blocked sample without its waker counts for the waker "[unknown waker]".
+# With wakeup chains (perf offwake record --chain-depth N), a waker row goes on with who woke
+# the waker, hop by hop: "woken by B  send < C  relay < [hardirq]  tick" (B was woken by C, C
+# by an interrupt); the same waker with another chain is another row.
+#
+# Each offwake-time sample (the blocked thread) is grouped with the offwake-waker sample and
+# the offwake-hop-* samples that immediately follow it. When the host gives the blocked
+# sample a 'waker' dict and a 'chain' list (as `perf offwake script -s` does), those are used
+# and the other samples are ignored. A blocked sample without its waker counts for the waker
+# "[unknown waker]".
 # Runs in perf's own Python (perf script -s) and in `perf offwake script -s`.
 import sys
 from collections import defaultdict
@@ -94,13 +99,18 @@ def blocked_of(param_dict):
             param_dict.get("sample", {}).get("period", 0))
 
 
-def add(blocked, waker):
+def add(blocked, waker, hops):
     global total_ns
     stack, period = blocked
     if waker is None:
         label = UNKNOWN_WAKER
     else:
         label = waker_label(waker.get("comm", "[unknown]"), waker.get("callchain"))
+        for _, hop_waker in hops:
+            if hop_waker is None:
+                label += " < " + UNKNOWN_WAKER
+                break
+            label += " < " + waker_label(hop_waker.get("comm", "[unknown]"), hop_waker.get("callchain"))
     stack_ns[stack] += period
     waker_ns[stack][label] += period
     total_ns += period

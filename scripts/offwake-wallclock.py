@@ -12,7 +12,7 @@
 import sys
 from collections import defaultdict
 
-from offwake_stacks import BLOCKED_EVENT, WAKER_EVENT, frame_name
+from offwake_stacks import BLOCKED_EVENT, FOLLOWER_EVENTS, frame_name
 
 TIME_EVENTS = ("cpu-clock", "task-clock")
 
@@ -49,7 +49,7 @@ def trace_end():
         if ns >= minimum:
             print("%s %d" % (stack, ns))
     for name, n in sorted(skipped.items()):
-        if name != WAKER_EVENT:
+        if name not in FOLLOWER_EVENTS:  # the waker and chain samples of offwake-time ones
             sys.stderr.write("offwake-wallclock: skipped %d samples of %s (not a time event)\n" % (n, name))
     sys.stderr.write("offwake-wallclock: on-CPU %.3f s, off-CPU %.3f s\n"
                      % (kind_ns["on-cpu"] / 1e9, kind_ns["off-cpu"] / 1e9))

@@ -1,19 +1,28 @@
 # offwake_stacks.py: what the bundled offwake-*.py scripts share; imported by them, not run.
 #
-# Frame names, callchains root first with --kernel-only/--user-only, the pairing of each
-# offwake-time sample (the blocked thread) with its waker, argument errors, and times for
-# people. Both `perf script -s` and `perf offwake script -s` put the script's own folder first
-# on sys.path, so the scripts find this module next to them (installed alongside them too).
+# Frame names, callchains root first with --kernel-only/--user-only, the grouping of each
+# offwake-time sample (the blocked thread) with its waker and wakeup chain, argument errors,
+# and times for people. Both `perf script -s` and `perf offwake script -s` put the script's
+# own folder first on sys.path, so the scripts find this module next to them (installed
+# alongside them too).
 #
-# Pairing: each offwake-time sample is paired with the offwake-waker sample that immediately
-# follows it. When the host gives the blocked sample a 'waker' dict (as `perf offwake script
-# -s` does), that is used and offwake-waker samples are ignored. A blocked sample without its
-# waker is handed on with no waker (the scripts show it as UNKNOWN_WAKER).
+# Grouping: each offwake-time sample is followed by its offwake-waker sample (hop 1) and, in a
+# recording with wakeup chains (perf offwake record --chain-depth N), by an
+# offwake-hop-blocked and an offwake-hop-waker sample per further hop, as many as the
+# sample's raw data announces (bits 0-7 of its chain field). When the host gives the blocked
+# sample a 'waker' dict and a 'chain' list (as `perf offwake script -s` does), those are used
+# and the offwake-waker and offwake-hop-* samples are ignored. A blocked sample without its
+# waker is handed on with no waker (the scripts show it as UNKNOWN_WAKER); a chain cut short
+# (a truncated recording) with the hops that are there, the last one perhaps without its waker.
 import argparse
+import struct
 import sys
 
 BLOCKED_EVENT = "offwake-time"
 WAKER_EVENT = "offwake-waker"
+HOP_BLOCKED_EVENT = "offwake-hop-blocked"
+HOP_WAKER_EVENT = "offwake-hop-waker"
+FOLLOWER_EVENTS = (WAKER_EVENT, HOP_BLOCKED_EVENT, HOP_WAKER_EVENT)  # come after offwake-time
 UNKNOWN_WAKER = "[unknown waker]"
 SEPARATOR = "--"
 KERNEL_START = 1 << 63  # kernel text lives in the upper half of the address space
@@ -69,41 +78,77 @@ def thread_of(param_dict):
     return thread
 
 
+def announced_hops(param_dict):
+    """The hops after the first that the offwake-time sample's raw data announces (OffwakeRaw:
+    u32 version, u32 state, u64 count, u64 max_ns, u32 waker_flags, u32 chain; bits 0-7)."""
+    raw = param_dict.get("raw_buf")
+    if not raw or len(raw) < 32:
+        return 0
+    return struct.unpack_from("<I", raw, 28)[0] & 0xFF
+
+
+def hops_of_chain(chain):
+    """The host's 'chain' list as WakerPairing hands hops on: (blocked, waker) per hop after the
+    first; waker None when the hop lost its waker sample."""
+    return [(hop["blocked"], hop if "tid" in hop else None) for hop in (chain or [])[1:]]
+
+
 class WakerPairing:
-    """Pairs offwake-time samples with their wakers; feed it every sample, then call end().
+    """Groups offwake-time samples with their wakers and chains; feed it every sample, then
+    call end().
 
     blocked_of(param_dict) turns an offwake-time sample into whatever the script keeps of it;
-    pair(blocked, waker) receives that with its waker (a dict shaped like the host's 'waker'
-    dict, see thread_of), or with None when no waker was seen.
+    pair(blocked, waker, hops) receives that with its waker (a dict shaped like the host's
+    'waker' dict, see thread_of, or None when no waker was seen) and its further hops, hop 2
+    first: a list of (blocked, waker) thread dicts (waker None when it is missing), empty
+    without a chain. cut_short counts the chains that had fewer hops than announced.
     """
 
     def __init__(self, blocked_of, pair):
         self.blocked_of = blocked_of
         self.pair = pair
-        self.pending = None  # the blocked sample waiting for its offwake-waker
+        self.pending = None  # [blocked, samples after it, samples announced]
+        self.cut_short = 0
 
     def process_event(self, param_dict):
         name = param_dict.get("ev_name", "")
-        if name == WAKER_EVENT:
-            if self.pending is not None:
-                self.pair(self.pending, thread_of(param_dict))
-                self.pending = None
+        if self.pending is not None and self.follows(name):
+            self.pending[1].append(thread_of(param_dict))
+            if len(self.pending[1]) == self.pending[2]:
+                self.end()
             return
         self.end()
         if name != BLOCKED_EVENT:
             return
         blocked = self.blocked_of(param_dict)
-        waker = param_dict.get("waker")
-        if waker is None:
-            self.pending = blocked
+        if "waker" in param_dict or "chain" in param_dict:
+            if "chain_missing" in param_dict:
+                self.cut_short += 1
+            self.pair(blocked, param_dict.get("waker"), hops_of_chain(param_dict.get("chain")))
         else:
-            self.pair(blocked, waker)
+            self.pending = [blocked, [], 1 + 2 * announced_hops(param_dict)]
+
+    def follows(self, name):
+        """Whether a sample of event `name` is the next one of the pending group."""
+        n = len(self.pending[1])
+        if n >= self.pending[2]:
+            return False
+        if n == 0:
+            return name == WAKER_EVENT
+        return name == (HOP_BLOCKED_EVENT if n % 2 else HOP_WAKER_EVENT)
 
     def end(self):
-        """Hands on the blocked sample still waiting, without a waker."""
-        if self.pending is not None:
-            self.pair(self.pending, None)
-            self.pending = None
+        """Hands on the blocked sample still waiting, with what followed it."""
+        if self.pending is None:
+            return
+        blocked, samples, announced = self.pending
+        self.pending = None
+        if 1 < announced and len(samples) < announced:
+            self.cut_short += 1
+        waker = samples[0] if samples else None
+        hops = [(samples[i], samples[i + 1] if i + 1 < len(samples) else None)
+                for i in range(1, len(samples), 2)]
+        self.pair(blocked, waker, hops)
 
 
 def human(ns, us="us"):

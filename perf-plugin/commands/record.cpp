@@ -20,6 +20,7 @@
 #include "commands/options.h"
 #include "perfdata/writer.h"
 #include "record/aggregate_samples.h"
+#include "record/follow_perf.h"
 #include "record/offwake_events.h"
 #include "record/record_stats.h"
 #include "record/workload.h"
@@ -131,6 +132,9 @@ class Recorder {
   Status run(const std::vector<std::string>& command, const std::vector<std::string>& argv);
   const RecordStats& stats() const { return stats_; }
   int workload_status() const { return workload_status_; }
+  int workload_signal() const { return workload_signal_; }
+  // The errno of a command that could not be run (0 if none).
+  int exec_errno() const { return exec_errno_; }
 
  private:
   Result<bpf::LoaderOptions> loader_options() const;
@@ -150,7 +154,7 @@ class Recorder {
   std::optional<perfdata::PerfDataWriter> writer_;
   OffwakeEventIds ids_;
   RecordStats stats_;
-  int workload_status_ = 0;
+  int workload_status_ = 0, workload_signal_ = 0, exec_errno_ = 0;
 };
 
 Result<bpf::LoaderOptions> Recorder::loader_options() const {
@@ -264,6 +268,10 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     return Error("thread " + std::to_string(opt_.tid) + " does not exist");
 
   if (!command.empty()) {
+    if (Status s = Workload::check_command(command[0]); !s) {
+      exec_errno_ = s.error().errnum();
+      return s;
+    }
     auto w = Workload::prepare(command, opt_.output == "-");
     if (!w) return w.error();
     workload_.emplace(std::move(w).value());
@@ -316,7 +324,12 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
 
   OFFWAKE_TRY(source_->start());
   const uint64_t start = monotonic_ns();
-  if (workload_) OFFWAKE_TRY(workload_->start());
+  if (workload_) {
+    if (Status s = workload_->start(); !s) {
+      exec_errno_ = workload_->exec_errno();
+      return s;
+    }
+  }
 
   auto write_event = [this](const offwake_event& e) { return this->write_event(e); };
   const uint64_t deadline = opt_.duration > 0 ? start + static_cast<uint64_t>(opt_.duration * 1e9) : 0;
@@ -348,6 +361,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
       workload_->wait();
     }
     workload_status_ = workload_->exit_status();
+    workload_signal_ = workload_->term_signal();
   }
   tracking_->disable();
   OFFWAKE_TRY(drain_tracking());
@@ -514,6 +528,13 @@ int cmd_record(const std::vector<std::string>& args) {
   }
   bpf::set_libbpf_verbosity(o.verbose ? 1 : 0);
 
+  // A command that cannot run fails before anything is loaded or renamed.
+  if (!parsed.rest.empty()) {
+    if (Status c = Workload::check_command(parsed.rest[0]); !c) {
+      fprintf(stderr, "perf offwake record: %s\n", c.error().message().c_str());
+      return Workload::exec_failure_status(c.error().errnum());
+    }
+  }
   if (o.output != "-" && exists(o.output)) {
     std::string old = o.output + ".old";
     if (rename(o.output.c_str(), old.c_str()) != 0) {
@@ -528,6 +549,8 @@ int cmd_record(const std::vector<std::string>& args) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Started as `perf offwake record`: stop as on SIGTERM when perf dies.
+  follow_parent_perf(SIGTERM);
 
   std::vector<std::string> argv = {"perf", "offwake"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -535,10 +558,16 @@ int cmd_record(const std::vector<std::string>& args) {
   Status s = rec.run(parsed.rest, argv);
   if (!s) {
     fprintf(stderr, "perf offwake record: %s\n", s.error().message().c_str());
-    return kExitFailure;
+    // As a shell: 127 for a command not found, 126 for one that cannot run.
+    return rec.exec_errno() ? Workload::exec_failure_status(rec.exec_errno()) : kExitFailure;
   }
   if (!o.quiet) print_record_summary(stderr, rec.stats());
-  return rec.workload_status();  // like perf record: the workload's exit status
+  if (rec.workload_signal())
+    fprintf(stderr, "[ perf offwake record: the command was killed by signal %d (%s); the recording up to then is kept ]\n",
+            rec.workload_signal(), strsignal(rec.workload_signal()));
+  else if (!parsed.rest.empty() && rec.workload_status() != 0)
+    fprintf(stderr, "[ perf offwake record: the command exited with status %d ]\n", rec.workload_status());
+  return rec.workload_status();  // like perf record: the workload's exit status (128 + N for signal N)
 }
 
 }  // namespace

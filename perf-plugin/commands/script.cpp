@@ -16,16 +16,16 @@ namespace offwake {
 namespace {
 
 // Hands the script every sample as perf script does, the off-wake keys added to each
-// offwake-time sample from the offwake-waker sample that follows it.
+// offwake-time sample from the offwake-waker (and offwake-hop-*) samples that follow it.
 class ScriptVisitor : public report::SampleVisitor {
  public:
   ScriptVisitor(script::ScriptHost& host, symbolize::Symbolizer& symbolizer) : host_(host), dicts_(symbolizer) {}
 
   Status offwake(const perfdata::EventDesc& e, const perfdata::SampleRecord& blocked,
-                 const perfdata::SampleRecord* waker) override {
+                 const report::OffwakeGroup& group) override {
     auto dict = dicts_.build(e, blocked);
     if (!dict) return dict.error();
-    OFFWAKE_TRY(dicts_.add_offwake(dict->get(), blocked, waker));
+    OFFWAKE_TRY(dicts_.add_offwake(dict->get(), blocked, group));
     return host_.process_event(std::move(dict).value());
   }
   Status sample(const perfdata::EventDesc& e, const perfdata::SampleRecord& s) override {

@@ -9,8 +9,45 @@
 
 namespace offwake {
 
+namespace {
+
+// With the errno, Error's message reads "cannot run 'cmd': No such file or directory".
+std::string cannot_run(const std::string& command) { return "cannot run '" + command + "'"; }
+
+// What execvp would find for `command`: 0, or why it cannot run it (as errno). Checked
+// before anything is loaded, so that a typo fails at once.
+int find_command(const std::string& command) {
+  auto check = [](const std::string& path) -> int {
+    if (access(path.c_str(), F_OK) != 0) return errno;
+    if (access(path.c_str(), X_OK) != 0) return errno;
+    return 0;
+  };
+  if (command.find('/') != std::string::npos) return check(command);
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  int found = ENOENT;
+  size_t from = 0;
+  for (;;) {
+    size_t colon = dirs.find(':', from);
+    std::string dir = dirs.substr(from, colon == std::string::npos ? std::string::npos : colon - from);
+    int e = check((dir.empty() ? "." : dir) + "/" + command);
+    if (e == 0) return 0;
+    if (e != ENOENT) found = e;  // as execvp: a file that exists but cannot run says why
+    if (colon == std::string::npos) return found;
+    from = colon + 1;
+  }
+}
+
+}  // namespace
+
+Status Workload::check_command(const std::string& command) {
+  if (int e = find_command(command)) return Error(cannot_run(command), e);
+  return ok_status();
+}
+
 Result<Workload> Workload::prepare(const std::vector<std::string>& argv, bool stdout_to_stderr) {
   if (argv.empty()) return Error("no command to run", EINVAL);
+
   int go[2], err[2];
   if (pipe2(go, O_CLOEXEC) != 0) return Error::from_errno("creating a pipe for the workload");
   if (pipe2(err, O_CLOEXEC) != 0) {
@@ -42,6 +79,7 @@ Result<Workload> Workload::prepare(const std::vector<std::string>& argv, bool st
   close(go[0]);
   close(err[1]);
   Workload w;
+  w.command_ = argv[0];
   w.pid_ = pid;
   w.go_ = UniqueFd(go[1]);
   w.errors_ = UniqueFd(err[0]);
@@ -57,6 +95,9 @@ Workload& Workload::operator=(Workload&& o) noexcept {
   started_ = o.started_;
   reaped_ = o.reaped_;
   exit_status_ = o.exit_status_;
+  term_signal_ = o.term_signal_;
+  exec_errno_ = o.exec_errno_;
+  command_ = std::move(o.command_);
   exec_error_ = std::move(o.exec_error_);
   return *this;
 }
@@ -72,7 +113,7 @@ Status Workload::start() {
   started_ = true;
   go_.reset();  // EOF in the child: exec now
   collect_exec_error();
-  if (!exec_error_.empty()) return Error(exec_error_);
+  if (!exec_error_.empty()) return Error(exec_error_, exec_errno_);
   return ok_status();
 }
 
@@ -81,7 +122,10 @@ void Workload::collect_exec_error() {
   ssize_t n;
   while ((n = read(errors_.get(), &e, sizeof e)) < 0 && errno == EINTR) {
   }
-  if (n == sizeof e) exec_error_ = std::string("cannot run the workload: ") + strerror(e);
+  if (n == sizeof e) {
+    exec_errno_ = e;
+    exec_error_ = cannot_run(command_);
+  }
   errors_.reset();
 }
 
@@ -92,6 +136,7 @@ bool Workload::exited() {
   if (r != pid_) return false;
   reaped_ = true;
   exit_status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  term_signal_ = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   return true;
 }
 
@@ -102,6 +147,7 @@ void Workload::wait() {
   }
   reaped_ = true;
   exit_status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  term_signal_ = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 }
 
 void Workload::terminate() {

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
+
 #include <string>
 #include <vector>
 
@@ -14,6 +16,9 @@ namespace offwake {
 
 class Workload {
  public:
+  // Whether `command` is one execvp can run (looked up in PATH as execvp does); the error
+  // says "cannot run 'cmd': No such file or directory" with that errno.
+  static Status check_command(const std::string& command);
   // With `stdout_to_stderr` (perf.data goes to our stdout) the command's output goes to stderr.
   static Result<Workload> prepare(const std::vector<std::string>& argv, bool stdout_to_stderr);
   Workload(Workload&&) noexcept;
@@ -28,9 +33,14 @@ class Workload {
   // Blocks until the child exits.
   void wait();
   void terminate();  // SIGTERM, for Ctrl-C while recording
+  // As a shell reports it: the exit code, or 128 + the signal that killed it.
   int exit_status() const { return exit_status_; }
-  // The exec failure the child reported, if any ("execvp: No such file or directory").
+  // The signal that killed it, 0 if it exited.
+  int term_signal() const { return term_signal_; }
+  // The errno of a failed exec (0 if none), and what failed ("cannot run 'cmd'"). A shell exits 127 when the command is not found, 126 when it cannot run.
+  int exec_errno() const { return exec_errno_; }
   const std::string& exec_error() const { return exec_error_; }
+  static int exec_failure_status(int err) { return err == ENOENT ? 127 : 126; }
 
  private:
   Workload() = default;
@@ -40,7 +50,8 @@ class Workload {
   UniqueFd go_;      // write end: closing it lets the child exec
   UniqueFd errors_;  // read end: the child writes errno here if exec fails (CLOEXEC otherwise)
   bool started_ = false, reaped_ = false;
-  int exit_status_ = -1;
+  int exit_status_ = -1, term_signal_ = 0, exec_errno_ = 0;
+  std::string command_;
   std::string exec_error_;
 };
 

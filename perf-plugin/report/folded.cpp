@@ -20,19 +20,36 @@ std::string folded_comm(const std::string& comm) {
   return out;
 }
 
+void walk_offwake_path(const Stack& s, bool with_waker,
+                       const std::function<void(std::string, PathPart, const Frame*)>& part) {
+  auto blocked = [&](const std::vector<Frame>& frames) {
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) part(folded_frame(it->name), PathPart::kBlocked, &*it);
+  };
+  auto waker = [&](const std::vector<Frame>& frames) {
+    for (const Frame& f : frames) part(folded_frame(f.name), PathPart::kWaker, &f);
+  };
+  part(folded_comm(s.thread.comm), PathPart::kThread, nullptr);
+  blocked(s.frames);
+  if (s.kind == Kind::kOnCpu || !with_waker) return;
+  part(kSeparator, PathPart::kSeparator, nullptr);
+  if (!s.waker) return part(kUnknownWaker, PathPart::kWakerThread, nullptr);
+  waker(s.waker_frames);
+  const Thread* last = &*s.waker;
+  for (const Hop& hop : s.chain) {
+    part(kSeparator, PathPart::kSeparator, nullptr);
+    blocked(hop.frames);
+    part(kSeparator, PathPart::kSeparator, nullptr);
+    if (!hop.waker) return part(kUnknownWaker, PathPart::kWakerThread, nullptr);
+    waker(hop.waker_frames);
+    last = &*hop.waker;
+  }
+  part(folded_comm(last->comm), PathPart::kWakerThread, nullptr);
+}
+
 std::vector<std::string> offwake_path(const Stack& s, bool with_waker) {
   std::vector<std::string> parts;
   parts.reserve(s.frames.size() + s.waker_frames.size() + 3);
-  parts.push_back(folded_comm(s.thread.comm));
-  for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it) parts.push_back(folded_frame(it->name));
-  if (s.kind == Kind::kOnCpu || !with_waker) return parts;
-  parts.push_back(kSeparator);
-  if (!s.waker) {
-    parts.push_back(kUnknownWaker);
-    return parts;
-  }
-  for (const Frame& f : s.waker_frames) parts.push_back(folded_frame(f.name));
-  parts.push_back(folded_comm(s.waker->comm));
+  walk_offwake_path(s, with_waker, [&](std::string name, PathPart, const Frame*) { parts.push_back(std::move(name)); });
   return parts;
 }
 

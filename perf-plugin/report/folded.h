@@ -1,10 +1,15 @@
 // Folded stacks, one line per stack with its weight, for flame graph tools. Off-wake lines are
 // byte for byte what scripts/offwake-collapse.py prints (bcc offwaketime's format):
 //   comm;blocked frames root->leaf;--;waker frames leaf->root;waker_comm NS
+// and with a wakeup chain (perf offwake record --chain-depth), per further hop its blocked
+// frames root->leaf and its waker's frames leaf->root, every two stacks apart by "--", the
+// last waker's comm at the end:
+//   comm;blocked;--;hop 1 waker;--;hop 2 blocked;--;hop 2 waker;...;last_waker_comm NS
 // and, with `wallclock`, what scripts/offwake-wallclock.py prints:
 //   comm;frames root->leaf[;[off-cpu]] NS
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,9 +32,25 @@ std::vector<std::string> folded_lines(const Profile& profile, const FoldedOption
 std::string folded_frame(const std::string& name);  // no ';' nor newline
 std::string folded_comm(const std::string& comm);   // no ';' nor ' ', "[unknown]" if empty
 
-// The names of the off-wake folded line of a stack, bottom first (comm, blocked frames root
-// first, then "--", the waker's frames leaf first and the waker's name; without `with_waker`
-// only the first two), as folded_lines joins them.
+// What a name of an off-wake path is.
+enum class PathPart {
+  kThread,       // the blocked thread's comm, at the bottom
+  kBlocked,      // a frame of a blocked stack (the bottom one, or a hop's): root first
+  kSeparator,    // "--" between two stacks
+  kWaker,        // a frame of a waker's stack (hop 1's, or a further hop's): leaf first
+  kWakerThread,  // the last waker's comm (or kUnknownWaker), at the top
+};
+
+// Calls `part` with each name of the off-wake path of a stack, bottom first: the comm, the
+// blocked frames root first, then "--" and the waker's frames leaf first; per further hop of
+// the chain "--", its blocked frames root first, "--", its waker's frames leaf first; at the
+// end the last waker's comm. Without `with_waker` only the comm and the blocked frames.
+// `frame` is the frame of kBlocked and kWaker names, null for the others.
+void walk_offwake_path(const Stack& stack, bool with_waker,
+                       const std::function<void(std::string name, PathPart part, const Frame* frame)>& part);
+
+// The names of the off-wake folded line of a stack (walk_offwake_path's), as folded_lines
+// joins them.
 std::vector<std::string> offwake_path(const Stack& stack, bool with_waker = true);
 
 inline constexpr const char* kUnknownWaker = "[unknown waker]";

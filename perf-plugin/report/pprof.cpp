@@ -169,6 +169,15 @@ class PprofEncoder {
       if (!pseudo_thread(s.waker->tid)) num_label(w, "waker_tid", s.waker->tid);
       if (!s.waker_context.empty()) str_label(w, "waker_context", s.waker_context);
     }
+    // A wakeup chain, as labels (the frames stay the blocked stack's): how long it is, who
+    // woke at each further hop, and why it ends.
+    if (!s.chain_end.empty()) {
+      num_label(w, "chain_hops", 1 + s.chain.size());
+      for (size_t i = 0; i < s.chain.size(); ++i)
+        str_label(w, "hop" + std::to_string(i + 2) + "_waker_comm",
+                  s.chain[i].waker ? s.chain[i].waker->comm : std::string("[unknown waker]"));
+      str_label(w, "chain_end", s.chain_end);
+    }
     return w;
   }
 

@@ -27,6 +27,8 @@ struct PartsKey {
   uint32_t thread, frames, waker, waker_frames;  // waker 0: none
   const char* state;                             // static strings
   const char* context;
+  uint32_t chain = 0;            // interned hops 2.. (0: none)
+  const char* chain_end = "";    // static string
   bool operator==(const PartsKey&) const = default;
 };
 
@@ -34,10 +36,19 @@ struct PartsHash {
   size_t operator()(const PartsKey& k) const {
     uint64_t h = static_cast<uint64_t>(k.kind);
     for (uint64_t v : {uint64_t{k.thread}, uint64_t{k.frames}, uint64_t{k.waker}, uint64_t{k.waker_frames},
-                       reinterpret_cast<uint64_t>(k.state), reinterpret_cast<uint64_t>(k.context)})
+                       reinterpret_cast<uint64_t>(k.state), reinterpret_cast<uint64_t>(k.context),
+                       uint64_t{k.chain}, reinterpret_cast<uint64_t>(k.chain_end)})
       h = (h ^ v) * 0x100000001B3ull;
     return h;
   }
+};
+
+// A hop of a wakeup chain as ids of interned parts, like PartsKey.
+struct HopKey {
+  uint32_t thread = 0, frames = 0, waker = 0, waker_frames = 0;  // waker 0: none (cut short)
+  const char* state = "";                                         // static strings
+  const char* context = "";
+  auto operator<=>(const HopKey&) const = default;
 };
 
 // A callchain as the sample has it: the process (its maps) and the ips with their contexts.
@@ -69,9 +80,11 @@ class ProfileBuilder : public SampleVisitor {
     thread_ids_by_tid_.clear();
   }
 
-  Status offwake(const EventDesc&, const SampleRecord& blocked, const SampleRecord* waker) override {
+  Status offwake(const EventDesc&, const SampleRecord& blocked, const OffwakeGroup& group) override {
     ++profile_.samples_read;
+    const SampleRecord* waker = group.waker;
     if (!waker) ++profile_.unpaired;
+    if (group.cut_short()) ++profile_.chains_cut_short;
     if (!wanted(blocked)) return ok_status();
     OffwakeRaw raw;
     const bool has_raw = blocked.raw.size() >= sizeof raw;
@@ -82,6 +95,9 @@ class ProfileBuilder : public SampleVisitor {
       key.waker = thread_id(*waker);
       key.waker_frames = frames_id(*waker);
       key.context = has_raw ? offwake_waker_context(raw.waker_flags) : "thread";
+      key.chain = chain_id(blocked, group);
+      if (group.cut_short()) key.chain_end = kChainCutShort;
+      else if (group.chain_end) key.chain_end = offwake_chain_end_name(group.chain_end);
     }
     const uint64_t count = has_raw && raw.count ? raw.count : 1;
     add(key, blocked.period, count, has_raw && raw.max_ns ? raw.max_ns : blocked.period);
@@ -91,7 +107,9 @@ class ProfileBuilder : public SampleVisitor {
   }
 
   Status sample(const EventDesc& e, const SampleRecord& s) override {
-    if (e.name == kOffwakeWakerEvent) return ok_status();  // counted with its blocked sample
+    // Counted with their blocked sample (or, stray hop samples, by the stream).
+    if (e.name == kOffwakeWakerEvent || e.name == kOffwakeHopBlockedEvent || e.name == kOffwakeHopWakerEvent)
+      return ok_status();
     ++profile_.samples_read;
     if (!wanted(s)) return ok_status();
     if (profile_.on_cpu_event.empty()) profile_.on_cpu_event = e.name;
@@ -112,6 +130,13 @@ class ProfileBuilder : public SampleVisitor {
       if (k.waker) st.waker = threads_[k.waker];
       st.waker_frames = frame_lists_[k.waker_frames];
       st.waker_context = k.context;
+      for (const HopKey& h : hop_lists_[k.chain]) {
+        Hop hop{threads_[h.thread], frame_lists_[h.frames], h.state, std::nullopt, frame_lists_[h.waker_frames],
+                h.context};
+        if (h.waker) hop.waker = threads_[h.waker];
+        st.chain.push_back(std::move(hop));
+      }
+      st.chain_end = k.chain_end;
       st.ns = v.ns;
       st.count = v.count;
       st.max_ns = v.max_ns;
@@ -119,8 +144,10 @@ class ProfileBuilder : public SampleVisitor {
     }
     // A stable order for every output.
     std::sort(profile_.stacks.begin(), profile_.stacks.end(), [](const Stack& a, const Stack& b) {
-      return std::tie(a.kind, a.thread, a.frames, a.state, a.waker, a.waker_frames, a.waker_context) <
-             std::tie(b.kind, b.thread, b.frames, b.state, b.waker, b.waker_frames, b.waker_context);
+      return std::tie(a.kind, a.thread, a.frames, a.state, a.waker, a.waker_frames, a.waker_context, a.chain,
+                      a.chain_end) <
+             std::tie(b.kind, b.thread, b.frames, b.state, b.waker, b.waker_frames, b.waker_context, b.chain,
+                      b.chain_end);
     });
   }
 
@@ -175,6 +202,31 @@ class ProfileBuilder : public SampleVisitor {
     return out;
   }
 
+  // Hops 2.. of the group, interned; 0 without any. A hop's state and its waker's context come
+  // from the blocked sample's raw data (one OffwakeRawHop per hop after OffwakeRaw).
+  uint32_t chain_id(const SampleRecord& blocked, const OffwakeGroup& group) {
+    if (group.hops.empty()) return 0;
+    std::vector<HopKey> hops;
+    hops.reserve(group.hops.size());
+    for (size_t i = 0; i < group.hops.size(); ++i) {
+      const OffwakeHop& h = group.hops[i];
+      OffwakeRawHop rh;
+      const size_t at = sizeof(OffwakeRaw) + i * sizeof rh;
+      const bool known = blocked.raw.size() >= at + sizeof rh;
+      if (known) std::memcpy(&rh, blocked.raw.data() + at, sizeof rh);
+      HopKey k{thread_id(*h.blocked), frames_id(*h.blocked), 0, 0, known ? offwake_state_letters(rh.state) : "", ""};
+      if (h.waker) {
+        k.waker = thread_id(*h.waker);
+        k.waker_frames = frames_id(*h.waker);
+        k.context = known ? offwake_waker_context(rh.waker_flags) : "thread";
+      }
+      hops.push_back(k);
+    }
+    auto [it, inserted] = hop_list_ids_.emplace(std::move(hops), static_cast<uint32_t>(hop_lists_.size()));
+    if (inserted) hop_lists_.push_back(it->first);
+    return it->second;
+  }
+
   uint32_t intern(std::vector<Frame> frames) {
     auto [it, inserted] = frame_ids_.emplace(std::move(frames), static_cast<uint32_t>(frame_lists_.size()));
     if (inserted) frame_lists_.push_back(it->first);
@@ -197,6 +249,8 @@ class ProfileBuilder : public SampleVisitor {
   std::vector<std::vector<Frame>> frame_lists_{std::vector<Frame>{}};  // id 0: no frames
   std::map<std::vector<Frame>, uint32_t> frame_ids_{{std::vector<Frame>{}, 0}};
   std::unordered_map<RawChain, uint32_t, RawChainHash> chains_;  // until a record
+  std::vector<std::vector<HopKey>> hop_lists_{std::vector<HopKey>{}};  // id 0: no chain
+  std::map<std::vector<HopKey>, uint32_t> hop_list_ids_{{std::vector<HopKey>{}, 0}};
   std::unordered_map<PartsKey, Sums, PartsHash> sums_;
 };
 
@@ -215,6 +269,7 @@ Result<Profile> load_profile(const std::string& input, const Filters& filters, c
     if (progress) progress(reader->input_offset(), total);
   }));
   builder.finish();
+  profile.stray_hop_samples = stream.stats().stray_hop_samples;
   profile.info = reader->info();
   profile.wakers_dropped = filters.no_waker;
   if (auto it = profile.info.other_sections.find(kFeatOffwakeStats); it != profile.info.other_sections.end()) {

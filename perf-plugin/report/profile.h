@@ -36,6 +36,18 @@ struct Thread {
 
 enum class Kind { kOffCpu, kOnCpu };
 
+// Hop k >= 2 of a wakeup chain (perf offwake record --chain-depth): the previous hop's waker,
+// in its latest block before that wakeup, and the thread that woke that block.
+struct Hop {
+  Thread thread;                // the blocked thread: the previous hop's waker
+  std::vector<Frame> frames;    // its stack in that block, leaf first
+  std::string state;            // "S", "D", "I"; "" if the raw data does not say
+  std::optional<Thread> waker;  // none: the recording ends before this hop's waker sample
+  std::vector<Frame> waker_frames;  // leaf first
+  std::string waker_context;        // as Stack::waker_context; "" if the raw data does not say
+  auto operator<=>(const Hop&) const = default;
+};
+
 // One stack with its summed time. Off-CPU: the blocked thread and its stack, and the thread
 // that woke it with its stack (pseudo threads such as "[hardirq]" are threads here too). On-CPU
 // (perf offwake record --on-cpu): the sampled thread and stack; no waker.
@@ -48,6 +60,11 @@ struct Stack {
   std::vector<Frame> waker_frames;  // leaf first
   std::string waker_context;  // "thread", "hardirq", "softirq", "nmi", "none", "early",
                               // "still-blocked"; "" on-CPU or without a waker sample
+  // The rest of the wakeup chain after the waker (hop 1): hops 2, 3, ... Empty without one.
+  std::vector<Hop> chain;
+  // Why the chain ends (offwake_chain_end_name: "depth", "interrupt", ...); "" when the
+  // recording has no chains (--chain-depth 1) or the waker was dropped (Filters::no_waker).
+  std::string chain_end;
   uint64_t ns = 0;     // off-CPU: time blocked; on-CPU: sampled time (the periods)
   uint64_t count = 0;  // off-CPU: blocks; on-CPU: samples
   uint64_t max_ns = 0; // off-CPU: the longest block
@@ -57,8 +74,8 @@ struct Stack {
 struct Filters {
   std::set<std::string> comms;  // the blocked (or sampled) thread's comm
   std::set<uint32_t> pids, tids;
-  bool kernel_only = false, user_only = false;  // frames kept, in both stacks
-  bool no_waker = false;                        // drop the waker (blocked stacks only)
+  bool kernel_only = false, user_only = false;  // frames kept, in every stack (chains too)
+  bool no_waker = false;                        // drop the waker and its chain (blocked stacks only)
 };
 
 struct Profile {
@@ -72,8 +89,13 @@ struct Profile {
   uint64_t blocks = 0, on_cpu_samples = 0;
   uint64_t samples_read = 0;  // every sample of the input
   uint64_t unpaired = 0;      // offwake-time samples with no waker sample after them
+  uint64_t chains_cut_short = 0;  // offwake-time samples followed by fewer hops than announced
+  uint64_t stray_hop_samples = 0; // offwake-hop-* samples that follow no offwake-time sample
   bool wakers_dropped = false;  // loaded with Filters::no_waker
 };
+
+// Stack::chain_end of a chain whose recording ends before its last announced hop.
+inline constexpr const char* kChainCutShort = "cut-short";
 
 // Called now and then while reading with (bytes read, total bytes or 0 for a stream).
 using Progress = std::function<void(uint64_t done, uint64_t total)>;

@@ -35,15 +35,32 @@ std::string thread_label(const Thread& t) {
 
 struct Waker {
   std::string label;
-  const std::vector<Frame>* frames = nullptr;
+  const Stack* first = nullptr;  // waker_frames, chain, chain_end
   uint64_t ns = 0, count = 0;
 };
 
 struct Row {
   const Stack* first = nullptr;  // thread, frames, state
   uint64_t ns = 0, count = 0, max_ns = 0;
-  std::map<std::tuple<std::string, std::vector<Frame>>, Waker> wakers;
+  // A waker with its wakeup chain: the same waker with another chain is another entry.
+  std::map<std::tuple<std::string, std::vector<Frame>, std::vector<Hop>, std::string>, Waker> wakers;
 };
+
+// Frames of a hop, on one line with the others: fewer than a stack's.
+constexpr size_t kHopFrames = 3;
+
+// Under a waker line: the rest of its wakeup chain, a line per hop, and why it ends.
+void print_chain(FILE* out, const Stack& s) {
+  for (size_t i = 0; i < s.chain.size(); ++i) {
+    const Hop& h = s.chain[i];
+    std::string line = "hop " + std::to_string(i + 2) + ": " + thread_label(h.thread) + " [" + h.state +
+                       "] blocked in " + chain(h.frames, kHopFrames) + ", woken by ";
+    line += h.waker ? thread_label(*h.waker) + " at " + chain(h.waker_frames, kHopFrames) : "[unknown waker]";
+    fprintf(out, "  %10s %7s %8s %21s        %s\n", "", "", "", "", line.c_str());
+  }
+  if (!s.chain_end.empty())
+    fprintf(out, "  %10s %7s %8s %21s        chain ends: %s\n", "", "", "", "", s.chain_end.c_str());
+}
 
 double share(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / whole : 0.0; }
 
@@ -73,9 +90,9 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
     r.max_ns = std::max(r.max_ns, s.max_ns);
     if (p.wakers_dropped) continue;
     const std::string label = s.waker ? thread_label(*s.waker) : "[unknown waker]";
-    Waker& w = r.wakers[{label, s.waker_frames}];
+    Waker& w = r.wakers[{label, s.waker_frames, s.chain, s.chain_end}];
     w.label = label;
-    w.frames = &s.waker_frames;
+    if (!w.first) w.first = &s;
     w.ns += s.ns;
     w.count += s.count;
   }
@@ -104,7 +121,11 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   if (p.on_cpu_samples)
     fprintf(out, "; on-CPU (%s): %s in %llu samples", p.on_cpu_event.c_str(), human_ns(p.on_cpu_ns).c_str(),
             static_cast<unsigned long long>(p.on_cpu_samples));
-  fprintf(out, "\n#\n");
+  fprintf(out, "\n");
+  if (p.chains_cut_short)
+    fprintf(out, "# Warning: %llu wakeup chains are cut short (the recording ends inside them)\n",
+            static_cast<unsigned long long>(p.chains_cut_short));
+  fprintf(out, "#\n");
   fprintf(out, "# %10s %7s %8s %10s %10s  %s\n", "Total", "Share", "Count", "Avg", "Max",
           "Thread [state]: blocked stack, leaf first");
   for (const Row* r : sorted) {
@@ -115,10 +136,12 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
     std::vector<const Waker*> wakers;
     for (const auto& [k, w] : r->wakers) wakers.push_back(&w);
     std::stable_sort(wakers.begin(), wakers.end(), [](const Waker* a, const Waker* b) { return a->ns > b->ns; });
-    for (size_t i = 0; i < wakers.size() && i < o.wakers_per_stack; ++i)
+    for (size_t i = 0; i < wakers.size() && i < o.wakers_per_stack; ++i) {
       fprintf(out, "  %10s %6.2f%% %8llu %21s    woken by %s: %s\n", human_ns(wakers[i]->ns).c_str(),
               share(wakers[i]->ns, r->ns), static_cast<unsigned long long>(wakers[i]->count), "",
-              wakers[i]->label.c_str(), chain(*wakers[i]->frames).c_str());
+              wakers[i]->label.c_str(), chain(wakers[i]->first->waker_frames).c_str());
+      print_chain(out, *wakers[i]->first);
+    }
     if (wakers.size() > o.wakers_per_stack)
       fprintf(out, "  %10s %7s %8s %21s    ... and %zu more wakers\n", "", "", "", "", wakers.size() - o.wakers_per_stack);
   }

@@ -1,5 +1,6 @@
 // The default output of perf offwake report: a table of blocked stacks by time, each with its
-// top wakers, and the recording's loss counters.
+// top wakers (under each waker the rest of its wakeup chain, a line per hop, and why the
+// chain ends), and the recording's loss counters.
 #pragma once
 
 #include <cstdio>

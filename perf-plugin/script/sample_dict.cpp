@@ -7,6 +7,7 @@
 
 #include "offwake.h"
 #include "record/offwake_events.h"
+#include "report/profile.h"
 
 namespace offwake::script {
 
@@ -90,14 +91,57 @@ Result<PyRef> SampleDicts::build(const perfdata::EventDesc& event, const perfdat
   return dict;
 }
 
-Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& blocked, const perfdata::SampleRecord* waker) {
+void SampleDicts::add_thread(PyObject* d, const perfdata::SampleRecord& s) {
+  set(d, "pid", u64(s.pid));
+  set(d, "tid", u64(s.tid));
+  set(d, "comm", str(sym_.thread_name(s.tid)));
+  set(d, "callchain", callchain(s.pid, s.callchain).release());
+}
+
+PyRef SampleDicts::chain(const perfdata::SampleRecord& blocked, const report::OffwakeGroup& group, const char* end) {
+  PyRef list(PyList_New(0));
+  if (!group.waker) return list;
+  OffwakeRaw raw;
+  std::memcpy(&raw, blocked.raw.data(), sizeof raw);
+  const size_t hops = 1 + group.hops.size();
+  for (size_t k = 1; k <= hops; ++k) {
+    PyRef hop(PyDict_New());
+    set(hop.get(), "hop", u64(k));
+    const perfdata::SampleRecord* waker = group.waker;
+    uint32_t waker_flags = raw.waker_flags;
+    if (k > 1) {
+      const report::OffwakeHop& h = group.hops[k - 2];
+      waker = h.waker;
+      // One OffwakeRawHop per further hop after OffwakeRaw; perf may have padded the end.
+      OffwakeRawHop rh;
+      const size_t at = sizeof raw + (k - 2) * sizeof rh;
+      const bool known = blocked.raw.size() >= at + sizeof rh;
+      if (known) std::memcpy(&rh, blocked.raw.data() + at, sizeof rh);
+      waker_flags = known ? rh.waker_flags : 0;
+      PyObject* b = PyDict_New();
+      add_thread(b, *h.blocked);
+      set(b, "state", PyUnicode_FromString(known ? offwake_state_letters(rh.state) : ""));
+      set(hop.get(), "blocked", b);
+    }
+    if (waker) {
+      add_thread(hop.get(), *waker);
+      set(hop.get(), "context", PyUnicode_FromString(offwake_waker_context(waker_flags)));
+    }
+    if (k == hops) set(hop.get(), "end", PyUnicode_FromString(end));
+    else PyDict_SetItemString(hop.get(), "end", Py_None);
+    PyList_Append(list.get(), hop.get());
+  }
+  return list;
+}
+
+Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& blocked, const report::OffwakeGroup& group) {
   if (blocked.raw.size() >= sizeof(OffwakeRaw)) {
     OffwakeRaw raw;
     std::memcpy(&raw, blocked.raw.data(), sizeof raw);
     set(d, "state", PyUnicode_FromString(offwake_state_letters(raw.state)));
     set(d, "count", u64(raw.count));
     set(d, "max_ns", u64(raw.max_ns));
-    if (waker) {
+    if (const perfdata::SampleRecord* waker = group.waker) {
       PyObject* w = PyDict_New();
       set(w, "comm", str(sym_.thread_name(waker->tid)));
       set(w, "pid", u64(waker->pid));
@@ -105,6 +149,20 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
       set(w, "context", PyUnicode_FromString(offwake_waker_context(raw.waker_flags)));
       set(w, "callchain", callchain(waker->pid, waker->callchain).release());
       set(d, "waker", w);
+    }
+    // Only in recordings with chains, so that the dicts of others stay what they were.
+    if (group.chain_events) {
+      const char* end = group.cut_short() ? report::kChainCutShort : offwake_chain_end_name(group.chain_end);
+      set(d, "chain_end", PyUnicode_FromString(end));
+      if (group.cut_short()) {
+        uint64_t whole = 0;  // hops that are there with their waker
+        if (group.waker) {
+          whole = 1;
+          for (const report::OffwakeHop& h : group.hops) whole += h.waker != nullptr;
+        }
+        set(d, "chain_missing", u64(group.expected_hops + 1 - whole));
+      }
+      set(d, "chain", chain(blocked, group, end).release());
     }
   }
   if (PyErr_Occurred()) {

@@ -1,9 +1,10 @@
 // The param_dict of one sample, as perf script's Python host builds it, plus what off-wake
 // data adds to an offwake-time sample: 'waker' (its comm, pid, tid and callchain), 'state',
-// 'count', 'max_ns'.
+// 'count', 'max_ns', and in a recording with wakeup chains 'chain' (its hops) and 'chain_end'.
 #pragma once
 
 #include "perfdata/records.h"
+#include "report/sample_stream.h"
 #include "script/python_host.h"
 #include "symbolize/symbolizer.h"
 
@@ -18,11 +19,25 @@ class SampleDicts {
   // sym {start, end, binding, name}, sym_off, dso}]; 'dso' only where the address is
   // mapped, 'sym' only where the symbol is known, as perf does.
   Result<PyRef> build(const perfdata::EventDesc& event, const perfdata::SampleRecord& sample);
-  // Adds the off-wake keys to an offwake-time sample's dict; `waker` may be null.
-  Status add_offwake(PyObject* dict, const perfdata::SampleRecord& blocked, const perfdata::SampleRecord* waker);
+  // Adds the off-wake keys to an offwake-time sample's dict, from the samples that followed it.
+  // 'waker' when hop 1's sample is there. When the recording has chain events:
+  //   'chain_end'  why the chain ends (offwake_chain_end_name), or "cut-short" when fewer hop
+  //                samples follow than announced (then also 'chain_missing': how many hops
+  //                are missing or lack their waker)
+  //   'chain'      the hops that are there, hop 1 first: {'hop' (1, 2, ...), 'pid', 'tid',
+  //                'comm', 'context', 'callchain' (the hop's waker, as in 'waker'), 'end'
+  //                (None; the last hop: 'chain_end')}, and from hop 2 on 'blocked': {'pid',
+  //                'tid', 'comm', 'state', 'callchain'} (the previous hop's waker in its latest
+  //                block before that wakeup). A hop whose waker sample is missing has only
+  //                'hop', 'blocked' and 'end'.
+  Status add_offwake(PyObject* dict, const perfdata::SampleRecord& blocked, const report::OffwakeGroup& group);
 
  private:
   PyRef callchain(uint32_t pid, const Callchain& chain);
+  // The 'chain' list; `raw` is the offwake-time sample's raw data.
+  PyRef chain(const perfdata::SampleRecord& blocked, const report::OffwakeGroup& group, const char* end);
+  // A thread of the chain: 'pid', 'tid', 'comm', 'callchain' of `s`.
+  void add_thread(PyObject* d, const perfdata::SampleRecord& s);
 
   symbolize::Symbolizer& sym_;
 };

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "support/perf_script.h"
@@ -152,6 +154,103 @@ TEST(ChainE2E, PipeAndTimelineCarryTheChain) {
   r.relay = parse_relay(piped.out);
   r.data = data;
   expect_chain(kDebianPerf, r, relay_chain(r.relay, 3));
+}
+
+// The relay's chain in a folded line (perf offwake report --folded, offwake-collapse.py): its
+// stacks, one "--" between every two, in the order the chain goes, ending with the timer.
+bool whole_relay(const std::string& line) {
+  const char* stacks[] = {"wl_relay_wait_pass", "wl_relay_pass", "wl_relay_wait_kick", "wl_relay_kick",
+                          "wl_relay_nap", "hrtimer_wakeup"};
+  std::vector<std::string> parts;
+  size_t from = 0, at;
+  while ((at = line.find(";--;", from)) != std::string::npos) {
+    parts.push_back(line.substr(from, at - from));
+    from = at + 4;
+  }
+  parts.push_back(line.substr(from));
+  if (parts.size() != std::size(stacks)) return false;
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (parts[i].find(std::string(";") + stacks[i] + ";") == std::string::npos) return false;
+  return parts.back().find(";[hardirq] ") != std::string::npos;
+}
+
+// relay-third's nanoseconds in folded lines: all, and with the whole relay.
+std::pair<uint64_t, uint64_t> folded_third(const std::string& folded) {
+  uint64_t all = 0, whole = 0;
+  std::istringstream lines(folded);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("relay-third;", 0) != 0 || line.find(";wl_relay_wait_pass;") == std::string::npos) continue;
+    const uint64_t ns = std::stoull(line.substr(line.rfind(' ') + 1));
+    all += ns;
+    if (whole_relay(line)) whole += ns;
+  }
+  return {all, whole};
+}
+
+void expect_folded(const std::string& what, const std::string& folded, const Relay& r) {
+  SCOPED_TRACE(what);
+  auto [all, whole] = folded_third(folded);
+  const double truth = static_cast<double>(r.third_truth.blocked_ns);
+  EXPECT_NEAR(static_cast<double>(all), truth, 0.05 * truth);
+  EXPECT_GE(static_cast<double>(whole), 0.9 * truth) << folded.substr(0, 4000);
+}
+
+TEST(ChainE2E, FoldedLinesAndParamDictShowTheWholeRelay) {
+  Recorded r;
+  ASSERT_NO_FATAL_FAILURE(record_relay(r, "--chain-depth 3"));
+  RunResult report = run(kOffwake + " report --folded -i " + r.data);
+  ASSERT_EQ(report.status, 0) << report.err;
+  expect_folded("perf offwake report --folded", report.out, r.relay);
+  RunResult collapse =
+      run(std::string(kDebianPerf) + " script -i " + r.data + " -s " + OFFWAKE_SOURCE_DIR "/scripts/offwake-collapse.py");
+  ASSERT_EQ(collapse.status, 0) << collapse.err;
+  expect_folded("Debian perf script -s offwake-collapse.py", collapse.out, r.relay);
+  EXPECT_EQ(collapse.out, report.out);
+
+  // param_dict['chain'] of relay-third's blocks: hop by hop, the thread and the workload's
+  // function in each stack.
+  TempDir dir;
+  const std::string script = dir.file("chain.py");
+  std::ofstream(script) << R"(
+def fn(callchain):
+    for f in callchain:
+        name = f.get('sym', {}).get('name', '')
+        if name.startswith('wl_relay') or name == 'hrtimer_wakeup':
+            return name
+    return '?'
+
+def process_event(d):
+    if d['ev_name'] != 'offwake-time' or d['comm'] != 'relay-third' or fn(d['callchain']) != 'wl_relay_wait_pass':
+        return
+    hops = []
+    for h in d['chain']:
+        b = h.get('blocked')
+        if b:
+            hops.append('%d:%s:%s' % (b['tid'], b['state'], fn(b['callchain'])))
+        hops.append('%d:%s:%s:%s' % (h['tid'], h['context'], fn(h['callchain']), h['end']))
+    print(d['sample']['period'], d['chain_end'], ' '.join(hops))
+)";
+  RunResult dicts = run(kOffwake + " script -i " + r.data + " -s " + script);
+  ASSERT_EQ(dicts.status, 0) << dicts.err;
+  const Relay& rl = r.relay;
+  const std::string want = "interrupt " + std::to_string(rl.second) + ":thread:wl_relay_pass:None " +
+                           std::to_string(rl.second) + ":S:wl_relay_wait_kick " + std::to_string(rl.first) +
+                           ":thread:wl_relay_kick:None " + std::to_string(rl.first) + ":S:wl_relay_nap " +
+                           "2147483632:hardirq:hrtimer_wakeup:interrupt";
+  uint64_t all = 0, whole = 0;
+  std::istringstream lines(dicts.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto space = line.find(' ');
+    if (space == std::string::npos) continue;
+    const uint64_t ns = std::stoull(line.substr(0, space));
+    all += ns;
+    if (line.substr(space + 1) == want) whole += ns;
+  }
+  const double truth = static_cast<double>(rl.third_truth.blocked_ns);
+  EXPECT_NEAR(static_cast<double>(all), truth, 0.05 * truth);
+  EXPECT_GE(static_cast<double>(whole), 0.9 * truth) << "want: " << want << "\n" << dicts.out;
 }
 
 TEST(ChainE2E, BadDepthIsAUsageError) {

@@ -305,7 +305,9 @@ TEST(Record, FilterBlockDuration) {
   ASSERT_EQ(long_enough.truth.size(), 1u);
   expect_within_5_percent(blocked_ns_in(long_enough, "wl_wait_for_signal"), long_enough.truth[0].blocked_ns);
   for (const auto& s : long_enough.samples)
-    if (s.event == "offwake-time") EXPECT_GE(s.period, 10'000'000u);
+    if (s.event == "offwake-time") {
+      EXPECT_GE(s.period, 10'000'000u);
+    }
   auto too_long = record(c, "--min-block 100000 -- " + kWorkloads + "wl_condvar -n 5");
   expect_clean(too_long);
   EXPECT_EQ(blocked_ns_in(too_long, "wl_wait_for_signal"), 0u);
@@ -321,6 +323,17 @@ TEST(Record, FilterState) {
   auto s_only = record(b, "--state S -- " + kWorkloads + "wl_condvar -n 5");
   expect_clean(s_only);
   EXPECT_GT(blocked_ns_in(s_only, "wl_wait_for_signal"), 0u);
+  // A vfork parent waits for its child in D (TASK_KILLABLE): --state D records all of it,
+  // --state S none of it.
+  TempDir c;
+  auto vfork_d = record(c, "--state D -- " + kWorkloads + "wl_vfork -n 5 -m 20");
+  expect_clean(vfork_d);
+  ASSERT_EQ(vfork_d.truth.size(), 1u);
+  expect_within_5_percent(blocked_ns_in(vfork_d, "__vfork"), vfork_d.truth[0].blocked_ns);
+  TempDir d;
+  auto vfork_s = record(d, "--state S -- " + kWorkloads + "wl_vfork -n 5 -m 20");
+  expect_clean(vfork_s);
+  EXPECT_EQ(blocked_ns_in(vfork_s, "__vfork"), 0u);
 }
 
 TEST(Record, FilterUserAndKernelThreads) {
@@ -396,9 +409,56 @@ TEST(Record, BadInputIsOneLineAndNonZero) {
   auto bad_state = run(kOffwake + " record --state X -- true");
   EXPECT_EQ(bad_state.status, 129);
 
-  auto no_command = run(kOffwake + " record -o " + dir.file("y") + " -- /nonexistent-command");
-  EXPECT_EQ(no_command.status, 1);
-  EXPECT_NE(no_command.err.find("No such file or directory"), std::string::npos) << no_command.err;
+}
+
+// A command that cannot run says which one, with a shell's status, before anything is loaded
+// or moved aside: 127 not found (by path or in PATH), 126 found but not executable.
+TEST(Record, CommandThatCannotRunIsNamedWithAShellsStatus) {
+  TempDir dir;
+  const std::string out = dir.file("perf.data");
+  run("echo keep > " + out);
+  struct {
+    std::string command, error;
+    int status;
+  } cases[] = {
+      {"/nonexistent/cmd", "cannot run '/nonexistent/cmd': No such file or directory", 127},
+      {"no-such-command-xyz", "cannot run 'no-such-command-xyz': No such file or directory", 127},
+      {"/etc/passwd", "cannot run '/etc/passwd': Permission denied", 126},
+  };
+  for (const auto& c : cases) {
+    auto r = run(kOffwake + " record -o " + out + " -- " + c.command + " arg");
+    EXPECT_EQ(r.status, c.status) << c.command;
+    EXPECT_EQ(r.err, "perf offwake record: " + c.error + "\n");
+    EXPECT_EQ(read_file(out), "keep\n") << "the old output was touched";
+  }
+}
+
+// The command's own status is perf offwake record's, and the recording up to its end is kept,
+// whether it exits with an error or a signal kills it.
+TEST(Record, CommandsExitStatusAndDeathBySignalKeepTheRecording) {
+  struct {
+    std::string script, summary;
+    int status;
+  } cases[] = {
+      {"exit 3", "[ perf offwake record: the command exited with status 3 ]", 3},
+      {"kill -9 $$", "[ perf offwake record: the command was killed by signal 9 (Killed); the recording up to then is kept ]",
+       137},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.script);
+    TempDir dir;
+    const std::string data = dir.file("perf.data");
+    // The shell sleeps first: a block of its own, woken by the timer.
+    auto r = run(kOffwake + " record -o " + data + " -- sh -c 'sleep 0.2; " + c.script + "'");
+    EXPECT_EQ(r.status, c.status) << r.err;
+    EXPECT_NE(r.err.find(c.summary + "\n"), std::string::npos) << r.err;
+    auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+    ASSERT_EQ(script.status, 0) << script.err;
+    bool slept = false;
+    for (const ScriptSample& x : parse_perf_script(script.out))
+      slept = slept || (x.event == "offwake-time" && x.comm == "sleep" && x.period >= 150'000'000);
+    EXPECT_TRUE(slept) << script.out.substr(0, 3000);
+  }
 }
 
 TEST(Record, ExistingOutputBecomesOld) {
@@ -442,6 +502,29 @@ TEST(Record, SignalsEndTheRecordingWithACompleteFile) {
     EXPECT_EQ(script.status, 0);
     EXPECT_EQ(script.err, "");
     EXPECT_FALSE(parse_perf_script(script.out).empty()) << sig;
+  }
+}
+
+// perf forwards no signal to perf-offwake: however perf dies, the recorder must notice, finish
+// its file and exit, not stay attached system-wide. Killing the process group with SIGINT
+// (what Ctrl-C does) reaches it directly.
+TEST(Record, RecorderFollowsItsPerf) {
+  const std::string path = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH ";
+  for (const char* how : {"kill -TERM $perf", "kill -KILL $perf", "kill -HUP $perf", "kill -INT -- -$perf"}) {
+    SCOPED_TRACE(how);
+    TempDir dir;
+    const std::string data = dir.file("perf.data");
+    // perf in a process group of its own (set -m), so that "-$perf" is its group. The recorder
+    // gets 3 s to load and attach (loading the BPF programs takes about a second here).
+    auto r = run("set -m; " + path + "perf offwake record -a -q -o " + data +
+                 " & perf=$!; for i in $(seq 50); do rec=$(pgrep -P $perf -x perf-offwake) && break; sleep 0.1; done; "
+                 "[ -n \"$rec\" ] || { echo 'no recorder under perf'; exit 2; }; sleep 3; " +
+                 how + "; for i in $(seq 200); do kill -0 $rec 2>/dev/null || exit 0; sleep 0.1; done; "
+                 "echo 'recorder still running 20 s after perf'; kill -9 $rec; exit 3");
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    auto report = run("perf report --stdio -i " + data);
+    EXPECT_EQ(report.status, 0) << report.err;
+    EXPECT_NE(report.out.find("offwake-time"), std::string::npos) << report.out.substr(0, 2000);
   }
 }
 

@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <sstream>
+#include <variant>
 
 #include "fixtures.h"
 #include "perfdata/reader.h"
+#include "support/run.h"
 
 namespace offwake::perfdata {
 namespace {
@@ -51,6 +54,21 @@ TEST(Golden, PipeModeStream) {
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(back->records, test::every_record());
   EXPECT_EQ(back->info.host, test::fixed_host());
+}
+
+// perf reads the golden: Debian's perf script shows each of its samples (the LOST records in
+// it make perf warn, as they should).
+TEST(Golden, PerfReadsTheGolden) {
+  auto r = offwake::test::run("perf script -F comm,tid,period,event -i " + kPerfdataDir + "/golden/pipe_two_events.data");
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t samples = 0;
+  for (const Record& rec : test::every_record()) samples += std::holds_alternative<SampleRecord>(rec);
+  ASSERT_GT(samples, 0u);
+  size_t shown = 0;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) shown += line.find(" offwake:") != std::string::npos;
+  EXPECT_EQ(shown, samples) << r.out;
 }
 
 TEST(Golden, WriterOutputIsDeterministic) {

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <sstream>
 
 #include "../perfdata/fixtures.h"
 #include "record/aggregate_samples.h"
@@ -101,6 +102,36 @@ TEST(AggregateSamplesGolden, DepthOneSamplesAreThoseOfBeforeChains) {
   perfdata::Bytes golden((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(golden.size(), produced.size());
   EXPECT_TRUE(golden == produced) << "depth-1 samples differ from those of before chains";
+}
+
+// The golden is what perf reads: Debian's perf script shows every sample of it, in pairs,
+// with the periods the aggregates had.
+TEST(AggregateSamplesGolden, PerfReadsTheGolden) {
+  auto r = test::run("perf script -F comm,tid,period,event -i " OFFWAKE_SOURCE_DIR
+                     "/tests/record/golden/depth1_samples.data");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<std::pair<uint64_t, std::string>> got;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string comm, event;
+    uint64_t tid = 0, period = 0;
+    if (words >> comm >> tid >> period >> event) got.push_back({period, event});
+  }
+  const auto want = aggregates();
+  ASSERT_EQ(got.size(), 2 * want.size()) << r.out;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[2 * i].second, "offwake-time:");
+    EXPECT_EQ(got[2 * i + 1].second, "offwake-waker:");
+    EXPECT_EQ(got[2 * i].first, got[2 * i + 1].first);
+  }
+  uint64_t total = 0, want_total = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    total += got[2 * i].first;
+    want_total += want[i].value.total_ns;
+  }
+  EXPECT_EQ(total, want_total);
 }
 
 }  // namespace

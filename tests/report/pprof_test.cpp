@@ -304,6 +304,36 @@ TEST(PprofEncoder, OneSamplePerStackWithValuesStackAndLabels) {
                                     {"waker_context", "hardirq"}}));
 }
 
+// A wakeup chain (perf offwake record --chain-depth): labels, the frames stay the blocked
+// stack's; a stack of a recording without chains has none of them (above).
+TEST(PprofEncoder, WakeupChainsAreLabels) {
+  Profile p = pipe_profile();
+  Stack& piped = p.stacks[0];
+  report::Hop hop;
+  hop.thread = *piped.waker;
+  hop.frames = {kVfsRead, kMain};
+  hop.state = "D";
+  hop.waker = Thread{"[hardirq]", 0x7ffffff0, 0x7ffffff0};
+  hop.waker_frames = {kWakeUp};
+  hop.waker_context = "hardirq";
+  piped.chain = {hop};
+  piped.chain_end = "interrupt";
+  DecodedProfile d = decode(p);
+  ASSERT_EQ(d.samples.size(), 3u);
+  EXPECT_EQ(d.function_names(d.samples[0]),
+            (Names{"anon_pipe_read", "vfs_read", "wl_wait_for_message", "main", "__libc_start_call_main"}));
+  EXPECT_EQ(labels_of(d.samples[0]), (Labels{{"comm", "wl_pipe"},
+                                             {"pid", "101"},
+                                             {"tid", "101"},
+                                             {"state", "S"},
+                                             {"waker_comm", "wl_pipe"},
+                                             {"waker_tid", "100"},
+                                             {"waker_context", "thread"},
+                                             {"chain_hops", "2"},
+                                             {"hop2_waker_comm", "[hardirq]"},
+                                             {"chain_end", "interrupt"}}));
+}
+
 TEST(PprofEncoder, OneLocationAndFunctionPerDistinctFrame) {
   DecodedProfile d = decode(pipe_profile());
   ASSERT_EQ(d.samples.size(), 3u);

@@ -16,12 +16,14 @@ const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 // One recording of wl_pipe shared by the tests of this file.
 class ScriptHost : public ::testing::Test {
  protected:
+  // A failed assertion here would turn every test of the suite into "Skipped": the outcome
+  // is kept, and each test fails on it in SetUp().
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    auto r = run(kOffwake + " record -q -o " + data() + " -- " + kWorkloads + "wl_pipe -n 10");
-    ASSERT_EQ(r.status, 0) << r.err;
-    truth_ = parse_truth(r.out);
+    record_ = run(kOffwake + " record -q -o " + data() + " -- " + kWorkloads + "wl_pipe -n 10");
+    truth_ = parse_truth(record_.out);
   }
+  void SetUp() override { ASSERT_EQ(record_.status, 0) << "the suite's recording failed: " << record_.err; }
   static void TearDownTestSuite() { delete dir_; }
   static std::string data() { return dir_->file("perf.data"); }
   static std::string script(const std::string& name, const std::string& text) {
@@ -30,6 +32,7 @@ class ScriptHost : public ::testing::Test {
     return path;
   }
   static inline TempDir* dir_ = nullptr;
+  static inline RunResult record_;
   static inline std::vector<Truth> truth_;
 };
 
