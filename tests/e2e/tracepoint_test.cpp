@@ -28,7 +28,7 @@ struct Recording {
   RunResult script;
 };
 
-// `prefix` runs the recorder (e.g. under capsh); `args` are its options and the command.
+// `prefix` runs the recorder (e.g. under setpriv); `args` are its options and the command.
 Recording record(const TempDir& dir, const std::string& args, const std::string& timed = "",
                  const std::string& prefix = "") {
   Recording r;
@@ -235,12 +235,9 @@ TEST(BackendEquivalence, Sleep) { expect_same_answer("wl_sleep"); }
 
 // Without CAP_BPF (and CAP_SYS_ADMIN, which would stand in for it) the kernel refuses to load
 // the programs: a real load failure. CAP_PERFMON stays, so the tracepoints can be opened.
-const std::string kNoBpf = "capsh --drop=cap_bpf,cap_sys_admin -- -c";
-
-bool have_capsh() { return run("command -v capsh").status == 0; }
+const std::string kNoBpf = "setpriv --inh-caps=-bpf,-sys_admin --bounding-set=-bpf,-sys_admin bash -c";
 
 TEST(BackendFallback, AutoFallsBackWithANoticeWhenBpfCannotLoad) {
-  if (!have_capsh()) GTEST_SKIP() << "capsh is not installed";
   TempDir dir;
   auto r = record(dir, "-- " + kWorkloads + "wl_pipe", "", kNoBpf);
   expect_clean(r);
@@ -256,7 +253,6 @@ TEST(BackendFallback, AutoFallsBackWithANoticeWhenBpfCannotLoad) {
 }
 
 TEST(BackendFallback, ForcedBpfFailsWithTheBpfError) {
-  if (!have_capsh()) GTEST_SKIP() << "capsh is not installed";
   TempDir dir;
   auto r = run(kNoBpf + " '" + kOffwake + " record --backend bpf -o " + dir.file("perf.data") + " -- " + kWorkloads +
                "wl_pipe -n 2'");
@@ -267,7 +263,6 @@ TEST(BackendFallback, ForcedBpfFailsWithTheBpfError) {
 }
 
 TEST(BackendFallback, AutoWithABpfOnlyOptionNamesIt) {
-  if (!have_capsh()) GTEST_SKIP() << "capsh is not installed";
   TempDir dir;
   auto r = run(kNoBpf + " '" + kOffwake + " record --eager -o " + dir.file("perf.data") + " -- " + kWorkloads +
                "wl_pipe -n 2'");
@@ -343,7 +338,8 @@ TEST(TracepointBackend, RingBufferLossesAreCounted) {
                " & perf bench sched pipe -l 200000 > /dev/null; wait");
   ASSERT_EQ(r.status, 0) << r.err;
   const uint64_t lost = summary_count(r.err, " scheduler events lost (ring buffer full)");
-  if (lost == 0) GTEST_SKIP() << "no record was dropped on this machine: " << r.err;
+  // A page per CPU cannot hold what a pipe ping-pong makes between two reads.
+  ASSERT_GT(lost, 0u) << r.err;
   EXPECT_GE(summary_count(r.err, " blocks (aggregation map full"), lost) << r.err;
   auto report = run("perf report --stdio -i " + dir.file("perf.data") + " 2>&1 | head -40");
   EXPECT_NE(report.out.find("Total Lost Samples: " + std::to_string(summary_count(r.err, " blocks (aggregation map full"))), std::string::npos) << report.out;
