@@ -12,6 +12,10 @@ come from one sitting, and the table shows medians over the rounds:
                       kernel.bpf_stats_enabled=1), read right before and after the workload
   recorder CPU ns/op  user + system CPU time of the tracer process during the workload
 
+Tracers without BPF (perf record, and perf offwake --backend tracepoint, which reads the same
+tracepoints through perf's ring buffers) have no BPF ns/op ("-"): their cost is all in the
+wall ratio and the recorder CPU.
+
 Then, for perf offwake (and each --baseline), the time from SIGINT to a complete file holding
 ~100,000 aggregated keys, and the recorder's peak RSS.
 
@@ -224,7 +228,10 @@ class Tracer:
         return [a.replace("{OUT}", output) for a in self.argv]
 
 
-TRACER_KEYS = ["offwake", "min-block", "user", "timeline", "chain4", "bpftrace4", "bpftrace-floor", "perf"]
+TRACER_KEYS = ["offwake", "min-block", "user", "timeline", "chain4", "tracepoint", "bpftrace4", "bpftrace-floor",
+               "perf"]
+# Options that baselines (older perf-offwake binaries) may not have: their rows are skipped.
+NEW_OFFWAKE_KEYS = {"chain4", "tracepoint"}
 
 
 def make_tracers(args, offwakes):
@@ -234,13 +241,15 @@ def make_tracers(args, offwakes):
     if unknown:
         raise BenchError(f"unknown tracer {', '.join(sorted(unknown))} (known: {','.join(TRACER_KEYS)})")
     variants = [("offwake", []), ("min-block", ["--min-block", "1000"]), ("user", ["-u"]),
-                ("timeline", ["--timeline"]), ("chain4", ["--chain-depth", "4"])]
+                ("timeline", ["--timeline"]), ("chain4", ["--chain-depth", "4"]),
+                ("tracepoint", ["--backend", "tracepoint"])]
     for prefix, binary in offwakes:
         for key, extra in variants:
-            # Baselines may predate --chain-depth.
-            if key in want and not (prefix and key == "chain4"):
+            if key in want and not (prefix and key in NEW_OFFWAKE_KEYS):
                 label = prefix + "offwake" + ("" if not extra else " " + " ".join(extra))
-                tracers.append(Tracer(label, "bpf", [binary, "record", "-a", "-q", "-o", "{OUT}"] + extra, binary))
+                # --backend tracepoint loads no BPF program: it is attached like perf record.
+                kind = "tracepoint" if key == "tracepoint" else "bpf"
+                tracers.append(Tracer(label, kind, [binary, "record", "-a", "-q", "-o", "{OUT}"] + extra, binary))
     bpftrace = shutil.which(args.bpftrace)
     for key, script in (("bpftrace4", "offwake4.bt"), ("bpftrace-floor", "floor.bt")):
         if key not in want:
@@ -330,7 +339,9 @@ class RunningTracer:
                     self.prog_ids = ids
                     break
             elif os.path.exists(self.out) and os.path.getsize(self.out) > 0:
-                settle += 1.0  # perf record: the header is written, give it time to enable
+                # perf record, and perf offwake --backend tracepoint: the header is written,
+                # give it time to read /proc and enable its events.
+                settle += 1.0
                 break
             time.sleep(0.05)
         time.sleep(settle)
@@ -450,7 +461,8 @@ def print_overhead_table(args, workloads, tracers, results):
           "untraced wall.")
     print("blocks = the workload's voluntary context switches (wait4). BPF = sum of run_time_ns over the tracer's "
           "programs (kernel.bpf_stats_enabled=1); runs = program runs. recorder CPU = user+system time of the "
-          "tracer process. All per op, during the workload.")
+          "tracer process. All per op, during the workload. BPF ns/op is \"-\" for tracers without BPF (perf, "
+          "offwake --backend tracepoint): their cost is the wall ratio and the recorder CPU.")
     head = ["workload", "tracer", "wall ns/op", "ratio", "range", "blocks/op", "BPF ns/op", "runs/op",
             "recorder CPU ns/op"]
     rows = []

@@ -130,7 +130,13 @@ std::optional<int64_t> preempt_count_from_runqueue() {
   return *pc - *rq;
 }
 
-Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
+Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o, bool* unavailable) {
+  if (unavailable) *unavailable = false;
+  // The machine, not the options, is why the programs cannot run.
+  auto machine = [&](Error e) {
+    if (unavailable) *unavailable = true;
+    return e;
+  };
   if (o.user_threads_only && o.kernel_threads_only)
     return Error("user-threads-only and kernel-threads-only exclude each other", EINVAL);
   if (o.state_mask == 0 || (o.state_mask & ~(OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I)) != 0)
@@ -146,7 +152,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (o.timeline && (o.ringbuf_bytes < page || (o.ringbuf_bytes & (o.ringbuf_bytes - 1)) != 0))
     return Error("ring buffer size must be a power of 2 and at least one page (" +
                      std::to_string(page) + " bytes)", EINVAL);
-  OFFWAKE_TRY(probe_kernel_support());
+  if (Status st = probe_kernel_support(); !st) return machine(st.error());
 
   auto sysctl_depth = perf_event_max_stack();
   if (!sysctl_depth) return sysctl_depth.error();
@@ -158,7 +164,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
 
   // Open.
   SkelPtr s(skel::offwake__open());
-  if (!s) return with_log(permission_hint(Error::from_errno("opening BPF object")), log);
+  if (!s) return machine(with_log(permission_hint(Error::from_errno("opening BPF object")), log));
 
   // Configure: rodata, map sizes, which programs load.
   auto pc_from_rq = preempt_count_from_runqueue();
@@ -198,7 +204,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
 
   // Load.
   if (int err = skel::offwake__load(s.get()))
-    return with_log(permission_hint(Error("loading BPF object", libbpf_errno(err))), log);
+    return machine(with_log(permission_hint(Error("loading BPF object", libbpf_errno(err))), log));
 
   OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), pc_from_rq.has_value(), lazy_capture(o));
   if (o.timeline) {

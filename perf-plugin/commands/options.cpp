@@ -121,6 +121,7 @@ Result<ParsedArgs> parse_options(const std::vector<std::string>& args, const std
       if (o->kind == Option::Kind::kFlag) {
         if (has_value) return Error("option `" + name + "' takes no value", EINVAL);
         OFFWAKE_TRY(apply_option(*o, ""));
+        out.given.insert(display_name(*o));
         continue;
       }
       if (!has_value) {
@@ -128,6 +129,7 @@ Result<ParsedArgs> parse_options(const std::vector<std::string>& args, const std
         value = args[++i];
       }
       OFFWAKE_TRY(apply_option(*o, value));
+      out.given.insert(display_name(*o));
       continue;
     }
     if (a.size() > 1 && a[0] == '-' && a != "-") {
@@ -138,6 +140,7 @@ Result<ParsedArgs> parse_options(const std::vector<std::string>& args, const std
         if (!o) return Error(std::string("unknown switch `") + a[k] + "'", EINVAL);
         if (o->kind == Option::Kind::kFlag) {
           OFFWAKE_TRY(apply_option(*o, ""));
+          out.given.insert(display_name(*o));
           continue;
         }
         std::string value;
@@ -148,6 +151,7 @@ Result<ParsedArgs> parse_options(const std::vector<std::string>& args, const std
           value = args[++i];
         }
         OFFWAKE_TRY(apply_option(*o, value));
+        out.given.insert(display_name(*o));
         break;
       }
       continue;

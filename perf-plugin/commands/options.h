@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ Option callback_option(char s, std::string l, std::string arg,
 struct ParsedArgs {
   bool help = false;                 // -h/--help was given
   std::vector<std::string> rest;     // arguments after the options (e.g. the command to run)
+  std::set<std::string> given;       // the options given, as errors name them ("--cgroup", "-t")
 };
 
 // Parses argv[1..] (argv[0] is the sub-command name). Stops at the first non-option when

@@ -1,17 +1,21 @@
-// perf offwake record: BPF on the scheduler tracepoints aggregates blocked time by
-// (blocked thread, its stacks, waker, waker's stacks); libperf tracks COMM/MMAP2/FORK/EXIT;
-// at the end every aggregate becomes an offwake-time sample and its offwake-waker sample.
-#include <bpf/bpf.h>
+// perf offwake record: a back end (BlockSource) pairs each block with its waker and
+// aggregates blocked time by (blocked thread, its stacks, waker, waker's stacks): BPF on the
+// scheduler tracepoints, or without BPF the tracepoints read through libperf and paired in user
+// space. libperf tracks COMM/MMAP2/FORK/EXIT; at the end every aggregate becomes an
+// offwake-time sample and its offwake-waker sample, whichever back end made it.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 #include <sstream>
-#include <unordered_set>
 
 #include "bpf/libbpf_log.h"
 #include "bpf/offwake_loader.h"
+#include "record/block_source.h"
+#include "record/tracepoint_blocks.h"
 #include "commands/command.h"
 #include "commands/options.h"
 #include "perfdata/writer.h"
@@ -55,7 +59,24 @@ struct RecordOptions {
   uint64_t ringbuf_mb = 8;
   // --chain-depth: hops of wakeup chain (1: the waker only).
   uint64_t chain_depth = 1;
+  // --backend: bpf, tracepoint, or auto (BPF, else the tracepoints); --mmap-pages: ring
+  // buffer pages per CPU of the tracepoint back end.
+  std::string backend = "auto";
+  uint64_t mmap_pages = 1024;
+  std::set<std::string> given;  // the options on the command line, as "--name"
 };
+
+// Options that only the BPF back end can do, when given: the first one, or "".
+std::string bpf_only_option(const RecordOptions& o) {
+  if (o.chain_depth > 1) return "--chain-depth";
+  for (const char* name : {"--eager", "--user-walker", "--cgroup", "--stack-storage-size", "--map-size",
+                           "--process-map-size", "--ringbuf-size"})
+    if (o.given.count(name)) return name;
+  return "";
+}
+
+// The first line of a message (a failed BPF load's carries libbpf's log after it).
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
   std::stringstream ss(s);
@@ -117,21 +138,21 @@ class Recorder {
 
  private:
   Result<bpf::LoaderOptions> loader_options() const;
+  TracepointBlockOptions tracepoint_options() const;
+  Status open_source();
   Status drain_tracking();
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
+  Status write_event(const offwake_event& e);
   Status write_aggregates();
-  Status write_events(bool drain);
   std::optional<Kallsyms> kallsyms_;
-  std::optional<bpf::StackTraceMap> stack_map_;
   std::optional<AggregateSamples> converter_;
 
   const RecordOptions& opt_;
   std::optional<Workload> workload_;
-  std::optional<bpf::OffwakeBpf> bpf_;
+  std::unique_ptr<BlockSource> source_;
   std::optional<TrackingEvents> tracking_;
   std::optional<perfdata::PerfDataWriter> writer_;
   OffwakeEventIds ids_;
-  std::unordered_set<uint32_t> target_cache_;
   RecordStats stats_;
   int workload_status_ = 0, workload_signal_ = 0, exec_errno_ = 0;
 };
@@ -165,20 +186,72 @@ Result<bpf::LoaderOptions> Recorder::loader_options() const {
   return lo;
 }
 
-// On-CPU samples are taken on every CPU; keep those of the threads being recorded. The
-// process set lives in the BPF map, which grows as a followed command forks.
+// The same filters for the tracepoint back end's pairer.
+TracepointBlockOptions Recorder::tracepoint_options() const {
+  TracepointBlockOptions t;
+  sched::PairerOptions& p = t.pairer;
+  if (workload_ && !opt_.all_cpus) {
+    p.tgids.insert(static_cast<uint32_t>(workload_->pid()));
+    p.follow_forks = true;
+  }
+  p.tgids.insert(opt_.pids.begin(), opt_.pids.end());
+  p.tid = static_cast<uint32_t>(opt_.tid);
+  p.user_threads_only = opt_.user_only;
+  p.kernel_threads_only = opt_.kernel_only;
+  p.state_mask = parse_state(opt_.state).value();  // checked by cmd_record
+  p.min_block_ns = static_cast<uint64_t>(opt_.min_block_us * 1000);
+  p.max_block_ns = static_cast<uint64_t>(opt_.max_block_us * 1000);
+  if (opt_.timeline) p.timeline = [](const offwake_event&) {};  // the back end routes it
+  t.sched_frames = opt_.sched_frames;
+  uint32_t depth = 127;
+  if (auto sysctl = bpf::perf_event_max_stack()) depth = *sysctl;
+  if (opt_.max_stack && opt_.max_stack < depth) depth = static_cast<uint32_t>(opt_.max_stack);
+  t.tracepoints.max_stack = static_cast<uint16_t>(std::min<uint32_t>(depth, UINT16_MAX));
+  t.tracepoints.mmap_pages = static_cast<unsigned>(opt_.mmap_pages);
+  return t;
+}
+
+// --backend: BPF, the tracepoints, or (auto) BPF unless this machine cannot load the programs.
+Status Recorder::open_source() {
+  if (opt_.backend == "tracepoint") {
+    auto tp = open_tracepoint_blocks(tracepoint_options());
+    if (!tp) return tp.error();
+    source_ = std::move(tp).value();
+    return ok_status();
+  }
+  auto lo = loader_options();
+  if (!lo) return lo.error();
+  bool unavailable = false;
+  auto bpf = load_bpf_blocks(*lo, &unavailable);
+  if (bpf) {
+    source_ = std::move(bpf).value();
+    return ok_status();
+  }
+  if (opt_.backend == "bpf" || !unavailable) return bpf.error();
+  const std::string why = first_line(bpf.error().message());
+  if (std::string option = bpf_only_option(opt_); !option.empty())
+    return Error("the BPF programs cannot be loaded (" + why + "), and " + option + " needs them");
+  auto tp = open_tracepoint_blocks(tracepoint_options());
+  if (!tp)
+    return Error("the BPF programs cannot be loaded (" + why + "), nor the scheduler tracepoints (" +
+                 first_line(tp.error().message()) + ")");
+  // Said once the tracepoints are open: a failure of both is one line.
+  fprintf(stderr, "perf offwake record: BPF unavailable (%s): using the scheduler tracepoints (--backend tracepoint)\n",
+          why.c_str());
+  source_ = std::move(tp).value();
+  return ok_status();
+}
+
+// On-CPU samples are taken on every CPU; keep those of the threads being recorded.
 bool Recorder::wanted_on_cpu(const perfdata::SampleRecord& s) {
   if (opt_.tid) return s.tid == opt_.tid;
   if (opt_.pids.empty() && (!workload_ || opt_.all_cpus)) return true;
-  if (target_cache_.count(s.pid)) return true;
-  uint8_t present = 0;
-  if (bpf_map_lookup_elem(bpf_->target_tgids_fd(), &s.pid, &present) != 0) return false;
-  target_cache_.insert(s.pid);
-  return true;
+  return source_->is_target(s.pid);
 }
 
 Status Recorder::drain_tracking() {
   return tracking_->drain([&](const perfdata::Record& r) -> Status {
+    source_->tracking(r);
     if (const auto* s = std::get_if<perfdata::SampleRecord>(&r)) {
       if (!wanted_on_cpu(*s)) return ok_status();
       ++stats_.on_cpu_samples;
@@ -203,11 +276,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     if (!w) return w.error();
     workload_.emplace(std::move(w).value());
   }
-  auto lo = loader_options();
-  if (!lo) return lo.error();
-  auto bpf = bpf::OffwakeBpf::load(*lo);
-  if (!bpf) return bpf.error();
-  bpf_.emplace(std::move(bpf).value());
+  OFFWAKE_TRY(open_source());
 
   SamplingConfig sampling;
   if (opt_.on_cpu) {
@@ -215,7 +284,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     sampling.use_frequency = opt_.period == 0;
     if (opt_.frequency) sampling.frequency = opt_.frequency;
     sampling.period = opt_.period;
-    sampling.max_stack = static_cast<uint16_t>(bpf_->stack_depth());
+    sampling.max_stack = static_cast<uint16_t>(source_->stack_depth());
   }
   auto tracking = TrackingEvents::open(opt_.on_cpu ? &sampling : nullptr);
   if (!tracking) return tracking.error();
@@ -244,10 +313,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) { return writer_->write(r); }));
   OFFWAKE_TRY(writer_->finished_init());
 
-  auto stacks = bpf_->stack_trace_map();
-  if (!stacks) return stacks.error();
-  stack_map_.emplace(std::move(stacks).value());
-  converter_.emplace(*stack_map_, ids_, &*kallsyms_);
+  converter_.emplace(source_->stacks(), ids_, &*kallsyms_);
   for (const PseudoWaker& p : kPseudoWakers) {
     perfdata::CommRecord c;
     c.pid = c.tid = p.tid;
@@ -256,7 +322,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     OFFWAKE_TRY(writer_->write(c));
   }
 
-  OFFWAKE_TRY(bpf_->attach());
+  OFFWAKE_TRY(source_->start());
   const uint64_t start = monotonic_ns();
   if (workload_) {
     if (Status s = workload_->start(); !s) {
@@ -265,22 +331,26 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     }
   }
 
+  auto write_event = [this](const offwake_event& e) { return this->write_event(e); };
   const uint64_t deadline = opt_.duration > 0 ? start + static_cast<uint64_t>(opt_.duration * 1e9) : 0;
   while (!g_stop) {
-    tracking_->poll(100);
+    if (!source_->paced()) tracking_->poll(100);
+    // The back end's events first, then the tracking records: a fork is then always seen
+    // with (or before) the first events of its child.
+    OFFWAKE_TRY(source_->read());
     OFFWAKE_TRY(drain_tracking());
     // No FINISHED_ROUND records: aggregated samples, written at the end, are stamped with a
     // time during the recording (when their threads were who they name), and a timeline
     // block ended late is dated back to its wakeup. Both are older than a round perf may have
     // flushed already, so perf sorts the whole file instead.
-    if (opt_.timeline) OFFWAKE_TRY(write_events(false));
+    OFFWAKE_TRY(source_->step(write_event));
     if (workload_ && workload_->exited()) break;
     if (deadline && monotonic_ns() >= deadline) break;
   }
-  bpf_->detach();
+  source_->detach();
   const uint64_t stop = monotonic_ns();
   stats_.duration_ns = stop - start;
-  if (Status s = bpf_->end_open_blocks(stop); !s) {
+  if (Status s = source_->end_open_blocks(stop); !s) {
     // Not fatal: the recording stands, without the blocks still in progress; say so.
     fprintf(stderr, "perf offwake record: warning: blocks in progress at the stop are not counted: %s\n",
             s.error().message().c_str());
@@ -295,6 +365,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   }
   tracking_->disable();
   OFFWAKE_TRY(drain_tracking());
+  OFFWAKE_TRY(source_->finish(write_event));
   OFFWAKE_TRY(write_aggregates());
   OFFWAKE_TRY(writer_->close());
   stats_.bytes = writer_->stats().bytes;
@@ -302,44 +373,22 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   return ok_status();
 }
 
-// --timeline: every block the ring buffer holds becomes its pair of samples now. With
-// `drain` (after detach), also the ones programs still running on other CPUs submit late:
-// read until the kernel's count of sent blocks is reached, or a second has passed.
-Status Recorder::write_events(bool drain) {
-  auto write = [&](const offwake_event& e) -> Status {
-    auto samples = converter_->convert(e);
-    for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
-    stats_.offwake_samples += samples.size();
-    ++stats_.timeline_events;
-    stats_.blocked_ns += samples.front().period;
-    return ok_status();
-  };
-  if (!drain) {
-    auto n = bpf_->poll_events(0, write);
-    return n ? ok_status() : Status(n.error());
-  }
-  const uint64_t deadline = monotonic_ns() + 1'000'000'000ull;
-  for (;;) {
-    auto n = bpf_->consume_events(write);
-    if (!n) return n.error();
-    auto counters = bpf_->read_counters();
-    if (!counters) return counters.error();
-    if (stats_.timeline_events >= counters->blocks || monotonic_ns() > deadline) return ok_status();
-    usleep(10'000);
-  }
+// --timeline: one block, as its pair of samples.
+Status Recorder::write_event(const offwake_event& e) {
+  auto samples = converter_->convert(e);
+  for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
+  stats_.offwake_samples += samples.size();
+  ++stats_.timeline_events;
+  stats_.blocked_ns += samples.front().period;
+  return ok_status();
 }
 
 Status Recorder::write_aggregates() {
-  auto counters = bpf_->read_counters();
-  if (!counters) return counters.error();
-  auto misses = bpf_->recursion_misses();
-  if (!misses) return misses.error();
-  if (opt_.timeline) OFFWAKE_TRY(write_events(true));
-
+  OFFWAKE_TRY(source_->fill_stats(stats_));
   const uint64_t time = monotonic_ns();
   AggregateSamples& convert = *converter_;
   // A batch at a time: a recording of 100,000 keys need not hold them all.
-  OFFWAKE_TRY(bpf_->visit_aggregates([&](std::span<const bpf::Aggregate> batch) -> Status {
+  OFFWAKE_TRY(source_->visit_aggregates([&](std::span<const bpf::Aggregate> batch) -> Status {
     for (const auto& a : batch) {
       auto samples = convert.convert(a, time);
       for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
@@ -349,10 +398,6 @@ Status Recorder::write_aggregates() {
     }
     return ok_status();
   }));
-  stats_.counters = *counters;
-  stats_.skipped_switches = misses->switches;
-  stats_.skipped_wakeups = misses->wakeups;
-  stats_.skipped_other = misses->other;
   stats_.kernel_missing = convert.kernel_losses();
   stats_.user_missing = convert.user_losses();
   stats_.sample_stacks = convert.sample_stacks();
@@ -404,12 +449,34 @@ int cmd_record(const std::vector<std::string>& args) {
       string_option('e', "event", "event", &o.event, "--on-cpu event: cpu-clock (default), task-clock, cycles, ..."),
       uint_option('F', "freq", "hz", &o.frequency, "--on-cpu sampling frequency (default 4000)"),
       uint_option('c', "count", "n", &o.period, "--on-cpu sampling period in events (instead of -F)"),
+      string_option(0, "backend", "bpf|tracepoint|auto", &o.backend,
+                    "how blocks are recorded: BPF, the scheduler tracepoints (no BPF, costlier), or auto: BPF "
+                    "when it can be loaded (default)"),
+      uint_option(0, "mmap-pages", "n", &o.mmap_pages,
+                  "tracepoint back end: ring buffer pages per CPU, a power of two (default 1024)"),
       flag_option('v', "verbose", &o.verbose, "be more verbose (libbpf's messages)"),
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };
   const std::vector<std::string> usage = {"perf offwake record [<options>] [-- <command> [<args>]]"};
   ParsedArgs parsed;
   if (auto exit = parse_command_line("record", args, table, usage, true, parsed)) return *exit;
+  o.given = parsed.given;
+  if (o.backend != "bpf" && o.backend != "tracepoint" && o.backend != "auto") {
+    fprintf(stderr, "perf offwake record: --backend takes bpf, tracepoint or auto, not '%s'\n", o.backend.c_str());
+    return kExitUsage;
+  }
+  if (std::string option = bpf_only_option(o); o.backend == "tracepoint" && !option.empty()) {
+    fprintf(stderr, "perf offwake record: %s needs the BPF back end (not --backend tracepoint)\n", option.c_str());
+    return kExitUsage;
+  }
+  if (o.backend == "bpf" && o.given.count("--mmap-pages")) {
+    fprintf(stderr, "perf offwake record: --mmap-pages sizes the tracepoint back end's ring buffers (not --backend bpf)\n");
+    return kExitUsage;
+  }
+  if (o.mmap_pages == 0 || (o.mmap_pages & (o.mmap_pages - 1)) || o.mmap_pages > (1u << 20)) {
+    fprintf(stderr, "perf offwake record: --mmap-pages must be a power of two from 1 to 1048576\n");
+    return kExitUsage;
+  }
   if (o.output.empty()) {
     struct stat st {};
     o.output = (fstat(STDOUT_FILENO, &st) == 0 && S_ISFIFO(st.st_mode)) ? "-" : "perf.data";

@@ -61,6 +61,10 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"tracking_records_skipped", tracking_undecodable},
       {"on_cpu_samples", on_cpu_samples},
       {"perf_records_lost", perf_lost},
+      {"backend_tracepoint", tracepoint},
+      {"tracepoint_events_lost", tracepoint_lost},
+      {"tracepoint_events_late", tracepoint_late},
+      {"tracepoint_events_undecodable", tracepoint_undecodable},
   };
   const std::pair<const char*, const StackLosses*> halves[] = {{"kernel", &kernel_missing}, {"user", &user_missing}};
   for (const auto& [half, l] : halves) {
@@ -155,6 +159,11 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           "at the stop (counted up to it) ]\n",
           u(c.missed_wakeups + c.woken_early), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
           u(c.untraced_switches), u(c.still_blocked));
+  if (s.tracepoint)
+    fprintf(out,
+            "[ perf offwake record: tracepoint back end: %llu scheduler events lost (ring buffer full), %llu out "
+            "of time order, %llu undecodable ]\n",
+            u(s.tracepoint_lost), u(s.tracepoint_late), u(s.tracepoint_undecodable));
 }
 
 }  // namespace offwake

@@ -35,6 +35,11 @@ struct RecordStats {
   uint64_t tracking_undecodable = 0;  // ring-buffer records of unknown type
   uint64_t on_cpu_samples = 0;        // --on-cpu samples written
   uint64_t perf_lost = 0;             // records the kernel dropped from perf ring buffers (LOST)
+  // --backend tracepoint: the scheduler events the perf ring buffers dropped (also counted in
+  // counters.ringbuf_drops: each may have lost a block), those that came out of time order
+  // (paired at the time already reached), and those that could not be decoded.
+  bool tracepoint = false;
+  uint64_t tracepoint_lost = 0, tracepoint_late = 0, tracepoint_undecodable = 0;
   uint64_t bytes = 0;
   std::string output;
 

@@ -11,17 +11,10 @@
 #include <vector>
 
 #include "perfdata/records.h"
+#include "tracking/perf_event_set.h"
 #include "util/result.h"
 
-struct perf_evlist;
-struct perf_cpu_map;
-struct perf_thread_map;
-
 namespace offwake {
-
-// The sample_id layout every event of our files shares (non-sample records carry one trailer).
-constexpr uint64_t kSampleIdLayout =
-    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 
 // What --on-cpu samples: an event (cpu-clock by default) by frequency or by period.
 struct SamplingConfig {
@@ -43,46 +36,24 @@ class TrackingEvents {
   // CPU; not enabled yet.
   static Result<TrackingEvents> open(const SamplingConfig* sampling = nullptr, unsigned mmap_pages = 128);
 
-  TrackingEvents(TrackingEvents&&) noexcept;
-  TrackingEvents& operator=(TrackingEvents&&) noexcept;
-  ~TrackingEvents();
-
-  void enable();
-  void disable();
+  void enable() { set_.enable(); }
+  void disable() { set_.disable(); }
 
   // The events as they go into perf.data: attr, name and the kernel's sample ids. The
   // tracking event is first.
-  const std::vector<perfdata::EventDesc>& events() const { return events_; }
+  const std::vector<perfdata::EventDesc>& events() const { return set_.events(); }
 
   // Waits up to timeout_ms for data.
-  void poll(int timeout_ms);
+  void poll(int timeout_ms) { set_.poll(timeout_ms); }
   // Hands every record in the ring buffers to `emit`, decoded (samples with their
   // Callchain). Counts what could not be decoded in undecodable(); the kernel's own losses
   // arrive as LOST records and are passed on.
   Status drain(const std::function<Status(const perfdata::Record&)>& emit);
-  uint64_t undecodable() const { return undecodable_; }
+  uint64_t undecodable() const { return set_.undecodable(); }
 
  private:
-  struct EvlistDeleter {
-    void operator()(perf_evlist* e) const;
-  };
-  struct CpusDeleter {
-    void operator()(perf_cpu_map* c) const;
-  };
-  struct ThreadsDeleter {
-    void operator()(perf_thread_map* t) const;
-  };
-  TrackingEvents() = default;
-
-  // Declared in reverse order of teardown: the evlist goes before the maps it uses.
-  std::unique_ptr<perf_cpu_map, CpusDeleter> cpus_;
-  std::unique_ptr<perf_thread_map, ThreadsDeleter> threads_;
-  std::unique_ptr<perf_evlist, EvlistDeleter> evlist_;
-  std::vector<perfdata::EventDesc> events_;
-  uint64_t undecodable_ = 0;
+  explicit TrackingEvents(PerfEventSet set) : set_(std::move(set)) {}
+  PerfEventSet set_;
 };
-
-// CLOCK_MONOTONIC in nanoseconds: the clock of every timestamp in our files.
-uint64_t monotonic_ns();
 
 }  // namespace offwake

@@ -1,0 +1,98 @@
+// The BPF back end of perf offwake record: the programs pair switches and wakeups in the
+// kernel and aggregate (or, with a timeline, send each block through a BPF ring buffer).
+#include <bpf/bpf.h>
+#include <unistd.h>
+
+#include <optional>
+#include <unordered_set>
+
+#include "record/block_source.h"
+#include "tracking/perf_event_set.h"
+
+namespace offwake {
+namespace {
+
+class BpfBlocks : public BlockSource {
+ public:
+  BpfBlocks(bpf::OffwakeBpf bpf, bpf::StackTraceMap stacks, bool filter_tgids)
+      : bpf_(std::move(bpf)), stacks_(std::move(stacks)), filter_tgids_(filter_tgids) {}
+
+  const char* name() const override { return "bpf"; }
+  uint32_t stack_depth() const override { return bpf_.stack_depth(); }
+  Status start() override { return bpf_.attach(); }
+
+  Status step(const EventFn& timeline) override {
+    if (!bpf_.timeline()) return ok_status();
+    auto n = bpf_.poll_events(0, counting(timeline));
+    return n ? ok_status() : Status(n.error());
+  }
+
+  void detach() override { bpf_.detach(); }
+  Status end_open_blocks(uint64_t stop_ns) override { return bpf_.end_open_blocks(stop_ns); }
+
+  // Programs still running on other CPUs may submit late: read until the kernel's count of
+  // sent blocks is reached, or a second has passed.
+  Status finish(const EventFn& timeline) override {
+    if (!bpf_.timeline()) return ok_status();
+    const uint64_t deadline = monotonic_ns() + 1'000'000'000ull;
+    for (;;) {
+      auto n = bpf_.consume_events(counting(timeline));
+      if (!n) return n.error();
+      auto counters = bpf_.read_counters();
+      if (!counters) return counters.error();
+      if (events_ >= counters->blocks || monotonic_ns() > deadline) return ok_status();
+      usleep(10'000);
+    }
+  }
+
+  Status visit_aggregates(const bpf::AggregateBatchFn& fn) const override { return bpf_.visit_aggregates(fn); }
+  const StackTraceSource& stacks() const override { return stacks_; }
+
+  Status fill_stats(RecordStats& s) const override {
+    auto counters = bpf_.read_counters();
+    if (!counters) return counters.error();
+    auto misses = bpf_.recursion_misses();
+    if (!misses) return misses.error();
+    s.counters = *counters;
+    s.skipped_switches = misses->switches;
+    s.skipped_wakeups = misses->wakeups;
+    s.skipped_other = misses->other;
+    return ok_status();
+  }
+
+  // The process set lives in the BPF map, which grows as a followed command forks.
+  bool is_target(uint32_t pid) override {
+    if (!filter_tgids_ || targets_.count(pid)) return true;
+    uint8_t present = 0;
+    if (bpf_map_lookup_elem(bpf_.target_tgids_fd(), &pid, &present) != 0) return false;
+    targets_.insert(pid);
+    return true;
+  }
+
+ private:
+  bpf::EventCallback counting(const EventFn& fn) {
+    return [this, &fn](const offwake_event& e) -> Status {
+      ++events_;
+      return fn(e);
+    };
+  }
+
+  bpf::OffwakeBpf bpf_;
+  bpf::StackTraceMap stacks_;
+  bool filter_tgids_;
+  std::unordered_set<uint32_t> targets_;
+  uint64_t events_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options, bool* unavailable) {
+  auto bpf = bpf::OffwakeBpf::load(options, unavailable);
+  if (!bpf) return bpf.error();
+  auto stacks = bpf->stack_trace_map();
+  if (!stacks) return stacks.error();
+  return std::unique_ptr<BlockSource>(
+      new BpfBlocks(std::move(bpf).value(), std::move(stacks).value(), !options.tgids.empty()));
+}
+
+}  // namespace offwake

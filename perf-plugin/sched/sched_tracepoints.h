@@ -1,0 +1,73 @@
+// The live source of scheduler events for perf offwake record --backend tracepoint:
+// sched:sched_switch and sched:sched_waking opened through libperf on every online CPU,
+// system-wide (a waker can be any thread), every record sampled with its kernel and user
+// callchain and raw payload. Each record becomes a SchedEvent (raw fields decoded by
+// SchedDecoder with libtraceevent); the per-CPU ring buffers are merged into one time order
+// (TimeOrder) together with the forks, execs and exits the tracking events report.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <variant>
+
+#include "sched/sched_decoder.h"
+#include "sched/sched_event.h"
+#include "sched/time_order.h"
+#include "tracking/perf_event_set.h"
+#include "util/result.h"
+
+namespace offwake::sched {
+
+// A task change from the tracking events (FORK, COMM with exec, EXIT), in time order with the
+// scheduler events: a later block of the tid belongs to another identity.
+struct TaskChange {
+  enum class Kind : uint8_t { kFork, kExec, kExit };
+  Kind kind = Kind::kExit;
+  uint32_t parent_tgid = 0;  // kFork: the forking process
+  uint32_t tgid = 0, tid = 0;
+};
+
+using OrderedEvent = std::variant<SchedEvent, TaskChange>;
+
+struct SchedTracepointOptions {
+  uint16_t max_stack = 127;    // sample_max_stack: kernel and user frames together
+  unsigned mmap_pages = 1024;  // ring buffer pages per CPU (a power of two)
+};
+
+class SchedTracepoints {
+ public:
+  // Opens both tracepoints (ids from `decoder`) on every online CPU; not enabled yet.
+  static Result<SchedTracepoints> open(SchedDecoder decoder, const SchedTracepointOptions& o);
+
+  void enable() { set_.enable(); }
+  void disable() { set_.disable(); }
+  // Waits up to timeout_ms for a ring buffer to fill to its wakeup mark.
+  void poll(int timeout_ms) { set_.poll(timeout_ms); }
+
+  // One pass: reads every ring buffer into the time order. Then add the task changes read
+  // since (add_task_change), then release().
+  Status read();
+  void add_task_change(uint64_t time, const TaskChange& c);
+  // Hands the events that are safe to release to `fn` in time order (after the last read()
+  // pass, or all of them with `all`, at the end).
+  void release(const std::function<void(uint64_t time, OrderedEvent&&)>& fn, bool all = false);
+
+  // Records the kernel dropped from the ring buffers (LOST): scheduler events never seen.
+  uint64_t lost() const { return lost_; }
+  // Records that could not be decoded (not a sample of ours, or a raw payload libtraceevent
+  // could not read), and events that came out of time order.
+  uint64_t undecodable() const { return set_.undecodable() + undecodable_; }
+  uint64_t late() const { return order_.late(); }
+
+ private:
+  SchedTracepoints(SchedDecoder decoder, PerfEventSet set)
+      : decoder_(std::move(decoder)), set_(std::move(set)), order_(set_.buffers()) {}
+
+  SchedDecoder decoder_;
+  PerfEventSet set_;
+  TimeOrder<OrderedEvent> order_;
+  uint64_t pass_start_ = 0;
+  uint64_t lost_ = 0, undecodable_ = 0;
+};
+
+}  // namespace offwake::sched

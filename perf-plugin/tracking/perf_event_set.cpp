@@ -1,0 +1,174 @@
+#include "tracking/perf_event_set.h"
+
+// libperf's headers declare C functions without extern "C".
+extern "C" {
+#include <perf/core.h>
+#include <perf/cpumap.h>
+#include <perf/event.h>
+#include <perf/evlist.h>
+#include <perf/evsel.h>
+#include <perf/mmap.h>
+#include <perf/threadmap.h>
+}
+#include <time.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstring>
+
+#include "perfdata/record_encoder.h"
+#include "perfdata/sample_encoder.h"
+
+namespace offwake {
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void PerfEventSet::EvlistDeleter::operator()(perf_evlist* e) const {
+  perf_evlist__munmap(e);
+  perf_evlist__close(e);
+  perf_evlist__delete(e);  // also deletes its evsels
+}
+void PerfEventSet::CpusDeleter::operator()(perf_cpu_map* c) const { perf_cpu_map__put(c); }
+void PerfEventSet::ThreadsDeleter::operator()(perf_thread_map* t) const { perf_thread_map__put(t); }
+
+PerfEventSet::PerfEventSet(PerfEventSet&&) noexcept = default;
+PerfEventSet& PerfEventSet::operator=(PerfEventSet&&) noexcept = default;
+PerfEventSet::~PerfEventSet() = default;
+
+static int libperf_quiet(enum libperf_print_level, const char*, va_list) { return 0; }
+
+perf_event_attr base_perf_attr(uint32_t type, uint64_t config, uint32_t wakeup_bytes) {
+  perf_event_attr a{};
+  a.type = type;
+  a.config = config;
+  a.size = sizeof a;
+  a.sample_type = kSampleIdLayout;
+  a.read_format = PERF_FORMAT_ID;
+  a.sample_id_all = 1;
+  a.disabled = 1;
+  a.watermark = 1;
+  a.wakeup_watermark = wakeup_bytes;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  return a;
+}
+
+Result<PerfEventSet> PerfEventSet::open(std::vector<perfdata::EventDesc> events, unsigned mmap_pages) {
+  libperf_init(libperf_quiet);
+  PerfEventSet t;
+  t.events_ = std::move(events);
+  t.cpus_.reset(perf_cpu_map__new_online_cpus());
+  t.threads_.reset(perf_thread_map__new_dummy());
+  t.evlist_.reset(perf_evlist__new());
+  if (!t.cpus_ || !t.threads_ || !t.evlist_) return Error("libperf: out of memory", ENOMEM);
+  std::vector<perf_evsel*> evsels;
+  for (auto& e : t.events_) {
+    perf_evsel* evsel = perf_evsel__new(&e.attr);
+    if (!evsel) return Error("libperf: out of memory", ENOMEM);
+    perf_evlist__add(t.evlist_.get(), evsel);
+    evsels.push_back(evsel);
+  }
+  perf_evlist__set_maps(t.evlist_.get(), t.cpus_.get(), t.threads_.get());
+  if (int err = perf_evlist__open(t.evlist_.get()); err < 0) return Error("perf_event_open", -err);
+
+  // The kernel's sample id of each CPU's event, as reads with PERF_FORMAT_ID report it.
+  // Read before mmap: once mapped, libperf may answer reads from the mmap page, without id.
+  int nr_cpus = perf_cpu_map__nr(t.cpus_.get());
+  for (size_t i = 0; i < evsels.size(); ++i) {
+    t.events_[i].ids.clear();
+    for (int idx = 0; idx < nr_cpus; ++idx) {
+      perf_counts_values counts{};
+      if (int err = perf_evsel__read(evsels[i], idx, 0, &counts); err < 0)
+        return Error("reading the id of event " + t.events_[i].name, -err);
+      t.events_[i].ids.push_back(counts.id);
+    }
+    t.events_[i].attr.disabled = 0;
+  }
+  if (int err = perf_evlist__mmap(t.evlist_.get(), static_cast<int>(mmap_pages)); err < 0)
+    return Error("mapping the perf ring buffers (" + std::to_string(mmap_pages) + " pages per CPU)", -err);
+  t.buffers_ = static_cast<size_t>(nr_cpus);
+  return t;
+}
+
+void PerfEventSet::enable() { perf_evlist__enable(evlist_.get()); }
+void PerfEventSet::disable() { perf_evlist__disable(evlist_.get()); }
+void PerfEventSet::poll(int timeout_ms) { perf_evlist__poll(evlist_.get(), timeout_ms); }
+
+// PERF_SAMPLE_IDENTIFIER comes first and says which event a sample is of.
+const perfdata::EventDesc* PerfEventSet::event_of(std::span<const uint8_t> payload) const {
+  uint64_t id = 0;
+  if (payload.size() < sizeof id) return nullptr;
+  std::memcpy(&id, payload.data(), sizeof id);
+  for (const auto& d : events_)
+    if (std::find(d.ids.begin(), d.ids.end(), id) != d.ids.end()) return &d;
+  return nullptr;
+}
+
+// A user stack walk can end in a word that reads as no context marker (-1 is seen): the
+// frames from there on are cut (marked user context again, which adds no frame), as perf
+// drops such a callchain rather than the sample. Only for the layouts we open (no READ).
+static Result<perfdata::SampleRecord> decode_with_cut_callchain(const perf_event_attr& attr, uint16_t misc,
+                                                                std::span<const uint8_t> payload) {
+  const uint64_t t = attr.sample_type;
+  if (!(t & PERF_SAMPLE_CALLCHAIN) || (t & PERF_SAMPLE_READ)) return Error("undecodable sample");
+  size_t at = 0;  // u64 words before the callchain, in sample_type order
+  for (uint64_t bit : {PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR,
+                       PERF_SAMPLE_ID, PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD})
+    at += (t & bit) != 0;
+  std::vector<uint64_t> words((payload.size() + 7) / 8);
+  std::memcpy(words.data(), payload.data(), payload.size());
+  if (at >= words.size() || words[at] > words.size() - at - 1) return Error("undecodable sample");
+  const size_t nr = words[at];
+  bool cut = false;
+  for (size_t i = at + 1; i <= at + nr; ++i) {
+    const uint64_t v = words[i];
+    const bool marker = v == PERF_CONTEXT_KERNEL || v == PERF_CONTEXT_USER || v == PERF_CONTEXT_HV ||
+                        v == PERF_CONTEXT_GUEST || v == PERF_CONTEXT_GUEST_KERNEL || v == PERF_CONTEXT_GUEST_USER;
+    if (v >= PERF_CONTEXT_MAX && !marker) cut = true;
+    else if (marker && v != PERF_CONTEXT_USER) cut = false;
+    if (cut) words[i] = PERF_CONTEXT_USER;
+  }
+  return perfdata::decode_sample(attr, misc,
+                                 std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words.data()), payload.size()));
+}
+
+Status PerfEventSet::drain(const EmitFn& emit) {
+  perf_mmap* map;
+  size_t buffer = 0;
+  perf_evlist__for_each_mmap(evlist_.get(), map, false) {
+    const size_t index = buffer++;
+    if (perf_mmap__read_init(map) < 0) continue;  // empty
+    while (union perf_event* ev = perf_mmap__read_event(map)) {
+      const perf_event_header& h = ev->header;
+      std::span<const uint8_t> payload(reinterpret_cast<const uint8_t*>(ev) + sizeof h, h.size - sizeof h);
+      Result<perfdata::Record> rec = Error("undecodable");
+      if (h.type == PERF_RECORD_SAMPLE) {
+        if (const perfdata::EventDesc* e = event_of(payload)) {
+          auto s = perfdata::decode_sample(e->attr, h.misc, payload);
+          if (!s) s = decode_with_cut_callchain(e->attr, h.misc, payload);
+          if (s) rec = perfdata::Record{std::move(s).value()};
+        }
+      } else {
+        rec = perfdata::decode_record(events_[0].attr, h, payload);
+      }
+      perf_mmap__consume(map);
+      if (!rec || std::holds_alternative<perfdata::OtherRecord>(*rec)) {
+        ++undecodable_;
+        continue;
+      }
+      Status s = emit(index, *rec);
+      if (!s) {
+        perf_mmap__read_done(map);
+        return s;
+      }
+    }
+    perf_mmap__read_done(map);
+  }
+  return ok_status();
+}
+
+}  // namespace offwake

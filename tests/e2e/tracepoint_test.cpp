@@ -1,0 +1,349 @@
+// End to end, as root: perf offwake record --backend tracepoint (no BPF: the scheduler
+// tracepoints through libperf, paired in user space) on the workloads that know their own
+// truth, read back by Debian's perf 6.1; the same workloads recorded by both back ends give
+// the same answer; auto falls back to the tracepoints where BPF cannot be loaded.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "support/perf_script.h"
+#include "support/run.h"
+
+namespace offwake::test {
+namespace {
+
+const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
+const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
+
+struct Recording {
+  RunResult record;
+  std::vector<Truth> truth;
+  std::vector<ScriptSample> samples;
+  RunResult script;
+};
+
+// `prefix` runs the recorder (e.g. under setpriv); `args` are its options and the command.
+Recording record(const TempDir& dir, const std::string& args, const std::string& timed = "",
+                 const std::string& prefix = "") {
+  Recording r;
+  const std::string data = dir.file("perf.data");
+  const std::string cmd = kOffwake + " record -o " + data + " " + args;
+  r.record = run(prefix.empty() ? cmd : prefix + " '" + cmd + "'");
+  r.truth = parse_truth(r.record.out);
+  r.script = run(std::string("perf script ") + (timed.empty() ? kPerfScriptFields : timed) + " -i " + data);
+  r.samples = parse_perf_script(r.script.out);
+  return r;
+}
+
+void expect_clean(const Recording& r) {
+  EXPECT_EQ(r.record.status, 0) << r.record.err;
+  EXPECT_NE(r.record.err.find("[ perf offwake record: Captured and wrote"), std::string::npos) << r.record.err;
+  EXPECT_EQ(r.script.status, 0) << r.script.err;
+  EXPECT_EQ(r.script.err, "");
+}
+
+// The blocked samples of the truth's thread in its function, and the waker after each. A
+// block whose wakeup the kernel never traced has the waker "[no waker seen]": accepted as
+// often as the summary counted.
+struct Blocked {
+  uint64_t ns = 0, samples = 0;
+  std::vector<const ScriptSample*> wakers;
+  uint64_t unseen = 0;
+};
+Blocked blocked_in(const Recording& r, const Truth& t) {
+  Blocked b;
+  const auto& s = r.samples;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i].event != "offwake-time" || s[i].tid != t.tid || !s[i].has_frame(t.function)) continue;
+    b.ns += s[i].period;
+    ++b.samples;
+    EXPECT_TRUE(i + 1 < s.size() && s[i + 1].event == "offwake-waker") << "no waker after a sample";
+    if (i + 1 >= s.size()) continue;
+    EXPECT_EQ(s[i + 1].period, s[i].period);
+    if (s[i + 1].comm == "[no waker seen]") ++b.unseen;
+    else b.wakers.push_back(&s[i + 1]);
+  }
+  EXPECT_LE(b.unseen, blocks_without_waker(r.record.err)) << "a block without a waker the summary did not count";
+  return b;
+}
+
+double relative_error(uint64_t a, uint64_t b) {
+  return std::abs(static_cast<double>(a) - static_cast<double>(b)) / static_cast<double>(b);
+}
+
+void expect_within_5_percent(uint64_t recorded, uint64_t truth, const std::string& what) {
+  ASSERT_GT(truth, 0u);
+  EXPECT_LT(relative_error(recorded, truth), 0.05) << what << ": recorded " << recorded << " ns, against " << truth;
+}
+
+// The workload's own truth: blocked time within 5%, and each waker the named thread in the
+// named function (or, for a timer, the [hardirq] pseudo-thread in hrtimer_wakeup).
+void expect_truth(const Recording& r) {
+  ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
+  const Truth& t = r.truth[0];
+  Blocked b = blocked_in(r, t);
+  expect_within_5_percent(b.ns, t.blocked_ns, t.function);
+  ASSERT_FALSE(b.wakers.empty());
+  for (const ScriptSample* w : b.wakers) {
+    if (t.waker_function == "[hardirq]") {
+      EXPECT_EQ(w->comm, "[hardirq]");
+      EXPECT_TRUE(w->has_frame("hrtimer_wakeup"));
+      EXPECT_FALSE(w->has_user_frames());
+    } else {
+      EXPECT_EQ(w->tid, t.waker_tid);
+      EXPECT_TRUE(w->has_frame(t.waker_function)) << "waker stack lacks " << t.waker_function;
+      EXPECT_TRUE(w->has_frame("try_to_wake_up"));
+    }
+  }
+}
+
+void expect_tracepoint_summary(const std::string& err) {
+  EXPECT_NE(err.find("[ perf offwake record: tracepoint back end: 0 scheduler events lost"), std::string::npos) << err;
+}
+
+TEST(TracepointBackend, PipeBetweenProcesses) {
+  TempDir dir;
+  auto r = record(dir, "--backend tracepoint -- " + kWorkloads + "wl_pipe");
+  expect_clean(r);
+  expect_tracepoint_summary(r.record.err);
+  expect_truth(r);
+  // The blocked stack starts where the BPF back end's does: the scheduler's frames are gone.
+  for (const auto& s : r.samples) {
+    if (s.event == "offwake-time" && s.tid == r.truth[0].tid && s.has_frame(r.truth[0].function) &&
+        s.has_kernel_frames()) {
+      EXPECT_TRUE(s.has_frame("anon_pipe_read"));
+      EXPECT_FALSE(s.has_frame("schedule"));
+      EXPECT_FALSE(s.has_frame("__schedule"));
+      EXPECT_TRUE(s.has_frame("main"));
+    }
+  }
+}
+
+TEST(TracepointBackend, CondvarThreads) {
+  TempDir dir;
+  auto r = record(dir, "--backend tracepoint -- " + kWorkloads + "wl_condvar");
+  expect_clean(r);
+  expect_truth(r);
+  for (const auto& s : r.samples) {
+    if (s.event == "offwake-time" && s.tid == r.truth[0].tid && s.has_kernel_frames() &&
+        s.has_frame(r.truth[0].function)) {
+      EXPECT_TRUE(s.has_frame("futex_wait"));
+    }
+  }
+}
+
+TEST(TracepointBackend, TimerSleepWokenByHardirq) {
+  TempDir dir;
+  auto r = record(dir, "--backend tracepoint -- " + kWorkloads + "wl_sleep");
+  expect_clean(r);
+  expect_truth(r);
+}
+
+TEST(TracepointBackend, SchedFramesKeepsTheScheduler) {
+  TempDir dir;
+  auto r = record(dir, "--backend tracepoint --sched-frames -- " + kWorkloads + "wl_pipe -n 5");
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 1u);
+  bool seen = false;
+  for (const auto& s : r.samples)
+    if (s.event == "offwake-time" && s.tid == r.truth[0].tid && s.has_frame(r.truth[0].function)) {
+      seen = true;
+      EXPECT_TRUE(s.has_frame("schedule")) << "blocked kernel stack with --sched-frames";
+    }
+  EXPECT_TRUE(seen);
+}
+
+// One block, one pair of samples, at its real time, in time order once perf has sorted them.
+TEST(TracepointBackend, Timeline) {
+  TempDir dir;
+  auto r = record(dir, "--backend tracepoint --timeline -- " + kWorkloads + "wl_condvar -n 10",
+                  kPerfScriptTimedFields);
+  expect_clean(r);
+  EXPECT_NE(r.record.err.find("timeline events ]"), std::string::npos) << r.record.err;
+  ASSERT_EQ(r.truth.size(), 1u);
+  const Truth& t = r.truth[0];
+  Blocked b = blocked_in(r, t);
+  expect_within_5_percent(b.ns, t.blocked_ns, t.function);
+  EXPECT_GE(b.samples + 1, t.count) << "one sample per block";
+  EXPECT_LE(b.samples, t.count + 1);
+  uint64_t last = 0;
+  for (const auto& s : r.samples) {
+    ASSERT_TRUE(s.has_time);
+    EXPECT_GE(s.time_ns, last);
+    last = s.time_ns;
+  }
+}
+
+// What a recording says about the truth thread: blocked time, blocked functions and the
+// waker's (tid role and function) per sample.
+struct Answer {
+  uint64_t ns = 0;
+  std::set<std::string> blocked_leaves, waker_leaves;  // innermost user frames
+};
+Answer answer(const Recording& r) {
+  Answer a;
+  const Truth& t = r.truth.at(0);
+  const auto& s = r.samples;
+  for (size_t i = 0; i + 1 < s.size(); ++i) {
+    if (s[i].event != "offwake-time" || s[i].tid != t.tid) continue;
+    if (!s[i].has_frame(t.function)) continue;
+    a.ns += s[i].period;
+    if (const ScriptFrame* f = s[i].user_leaf()) a.blocked_leaves.insert(f->sym);
+    const ScriptSample& w = s[i + 1];
+    if (w.comm == "[no waker seen]") continue;
+    if (const ScriptFrame* f = w.user_leaf()) a.waker_leaves.insert(f->sym);
+    else a.waker_leaves.insert(w.comm);  // interrupts: "[hardirq]"
+  }
+  return a;
+}
+
+// The same workload recorded by each back end (two runs): the same blocked and waker
+// functions, blocked times within 5% of each other and of each run's truth.
+void expect_same_answer(const std::string& workload) {
+  TempDir dir_bpf, dir_tp;
+  auto bpf = record(dir_bpf, "--backend bpf -- " + kWorkloads + workload);
+  auto tp = record(dir_tp, "--backend tracepoint -- " + kWorkloads + workload);
+  expect_clean(bpf);
+  expect_clean(tp);
+  ASSERT_EQ(bpf.truth.size(), 1u);
+  ASSERT_EQ(tp.truth.size(), 1u);
+  Answer a = answer(bpf), b = answer(tp);
+  EXPECT_EQ(a.blocked_leaves, b.blocked_leaves);
+  EXPECT_EQ(a.waker_leaves, b.waker_leaves);
+  EXPECT_FALSE(a.waker_leaves.empty());
+  // Each run blocks for its own time (a loaded machine oversleeps): each is held to its own
+  // truth, and the two to each other as the share of their truth they recorded.
+  expect_within_5_percent(a.ns, bpf.truth[0].blocked_ns, "bpf");
+  expect_within_5_percent(b.ns, tp.truth[0].blocked_ns, "tracepoint");
+  const double share_bpf = static_cast<double>(a.ns) / static_cast<double>(bpf.truth[0].blocked_ns);
+  const double share_tp = static_cast<double>(b.ns) / static_cast<double>(tp.truth[0].blocked_ns);
+  EXPECT_LT(std::abs(share_tp - share_bpf), 0.05) << "bpf recorded " << a.ns << " of " << bpf.truth[0].blocked_ns
+                                                 << " ns, tracepoint " << b.ns << " of " << tp.truth[0].blocked_ns;
+  ::testing::Test::RecordProperty("bpf_ns", std::to_string(a.ns));
+  ::testing::Test::RecordProperty("tracepoint_ns", std::to_string(b.ns));
+}
+
+TEST(BackendEquivalence, Pipe) { expect_same_answer("wl_pipe"); }
+TEST(BackendEquivalence, Condvar) { expect_same_answer("wl_condvar"); }
+TEST(BackendEquivalence, Sleep) { expect_same_answer("wl_sleep"); }
+
+// Without CAP_BPF (and CAP_SYS_ADMIN, which would stand in for it) the kernel refuses to load
+// the programs: a real load failure. CAP_PERFMON stays, so the tracepoints can be opened.
+const std::string kNoBpf = "setpriv --inh-caps=-bpf,-sys_admin --bounding-set=-bpf,-sys_admin bash -c";
+
+TEST(BackendFallback, AutoFallsBackWithANoticeWhenBpfCannotLoad) {
+  TempDir dir;
+  auto r = record(dir, "-- " + kWorkloads + "wl_pipe", "", kNoBpf);
+  expect_clean(r);
+  const std::string notice = "perf offwake record: BPF unavailable (";
+  const size_t at = r.record.err.find(notice);
+  ASSERT_NE(at, std::string::npos) << r.record.err;
+  const std::string line = r.record.err.substr(at, r.record.err.find('\n', at) - at);
+  EXPECT_NE(line.find("Operation not permitted"), std::string::npos) << line;
+  EXPECT_NE(line.find("using the scheduler tracepoints (--backend tracepoint)"), std::string::npos) << line;
+  EXPECT_EQ(r.record.err.find("libbpf"), std::string::npos) << "one line, no libbpf log: " << r.record.err;
+  expect_tracepoint_summary(r.record.err);
+  expect_truth(r);
+}
+
+TEST(BackendFallback, ForcedBpfFailsWithTheBpfError) {
+  TempDir dir;
+  auto r = run(kNoBpf + " '" + kOffwake + " record --backend bpf -o " + dir.file("perf.data") + " -- " + kWorkloads +
+               "wl_pipe -n 2'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("perf offwake record: loading BPF object"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("tracepoint"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("truth"), std::string::npos) << "the workload must not run";
+}
+
+TEST(BackendFallback, AutoWithABpfOnlyOptionNamesIt) {
+  TempDir dir;
+  auto r = run(kNoBpf + " '" + kOffwake + " record --eager -o " + dir.file("perf.data") + " -- " + kWorkloads +
+               "wl_pipe -n 2'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("the BPF programs cannot be loaded"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--eager needs them"), std::string::npos) << r.err;
+}
+
+// Neither back end for an unprivileged user: one line that says why for both, no file.
+TEST(BackendFallback, NeitherBackEndIsOneLine) {
+  TempDir dir;
+  chmod(dir.path().c_str(), 0777);
+  auto r = run("setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all " + kOffwake + " record -o " +
+               dir.file("perf.data") + " -- true");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("the BPF programs cannot be loaded ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nor the scheduler tracepoints ("), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("BPF unavailable"), std::string::npos) << "no fallback notice: " << r.err;
+  EXPECT_NE(access(dir.file("perf.data").c_str(), F_OK), 0) << "no output file on failure";
+}
+
+// With BPF available, auto is BPF: no notice, no tracepoint line.
+TEST(BackendFallback, AutoIsBpfWhereBpfLoads) {
+  TempDir dir;
+  auto r = record(dir, "-- " + kWorkloads + "wl_pipe -n 3");
+  expect_clean(r);
+  EXPECT_EQ(r.record.err.find("BPF unavailable"), std::string::npos) << r.record.err;
+  EXPECT_EQ(r.record.err.find("tracepoint back end"), std::string::npos) << r.record.err;
+}
+
+// Options only BPF can do: a one-line error that names the option, exit 129, nothing run.
+TEST(BackendOptions, BpfOnlyOptionsWithTheTracepointBackEnd) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--chain-depth 2", "--chain-depth"},       {"--eager", "--eager"},
+      {"--user-walker kernel", "--user-walker"},  {"--cgroup /sys/fs/cgroup", "--cgroup"},
+      {"--stack-storage-size 100", "--stack-storage-size"}, {"--map-size 100", "--map-size"},
+      {"--process-map-size 10", "--process-map-size"},      {"--ringbuf-size 4", "--ringbuf-size"},
+  };
+  for (const auto& [option, name] : cases) {
+    auto r = run(kOffwake + " record --backend tracepoint " + option + " -o " + dir.file("perf.data") + " -- " +
+                 kWorkloads + "wl_pipe -n 1");
+    EXPECT_EQ(r.status, 129) << option;
+    EXPECT_EQ(r.err, "perf offwake record: " + name + " needs the BPF back end (not --backend tracepoint)\n");
+    EXPECT_EQ(r.out, "") << option;
+  }
+  auto depth1 = run(kOffwake + " record -q --backend tracepoint --chain-depth 1 -o " + dir.file("perf.data") +
+                    " -- " + kWorkloads + "wl_pipe -n 1");
+  EXPECT_EQ(depth1.status, 0) << "--chain-depth 1 is no chain: " << depth1.err;
+}
+
+TEST(BackendOptions, BadBackendAndMmapPages) {
+  TempDir dir;
+  const std::string out = " -o " + dir.file("perf.data") + " -- true";
+  auto bad = run(kOffwake + " record --backend ebpf" + out);
+  EXPECT_EQ(bad.status, 129);
+  EXPECT_EQ(bad.err, "perf offwake record: --backend takes bpf, tracepoint or auto, not 'ebpf'\n");
+  auto pages = run(kOffwake + " record --backend bpf --mmap-pages 64" + out);
+  EXPECT_EQ(pages.status, 129);
+  EXPECT_EQ(pages.err,
+            "perf offwake record: --mmap-pages sizes the tracepoint back end's ring buffers (not --backend bpf)\n");
+  auto odd = run(kOffwake + " record --backend tracepoint --mmap-pages 3" + out);
+  EXPECT_EQ(odd.status, 129);
+  EXPECT_EQ(odd.err, "perf offwake record: --mmap-pages must be a power of two from 1 to 1048576\n");
+}
+
+// Tiny ring buffers under a busy machine: the kernel drops records, and every drop is
+// counted, in the summary and in the file (LOST_SAMPLES read by perf).
+TEST(TracepointBackend, RingBufferLossesAreCounted) {
+  TempDir dir;
+  auto r = run(kOffwake + " record --backend tracepoint --mmap-pages 1 -a --duration 1 -o " + dir.file("perf.data") +
+               " & perf bench sched pipe -l 200000 > /dev/null; wait");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const uint64_t lost = summary_count(r.err, " scheduler events lost (ring buffer full)");
+  // A page per CPU cannot hold what a pipe ping-pong makes between two reads.
+  ASSERT_GT(lost, 0u) << r.err;
+  EXPECT_GE(summary_count(r.err, " blocks (aggregation map full"), lost) << r.err;
+  auto report = run("perf report --stdio -i " + dir.file("perf.data") + " 2>&1 | head -40");
+  EXPECT_NE(report.out.find("Total Lost Samples: " + std::to_string(summary_count(r.err, " blocks (aggregation map full"))), std::string::npos) << report.out;
+}
+
+}  // namespace
+}  // namespace offwake::test
