@@ -43,7 +43,6 @@ namespace offwake {
 namespace {
 
 using perfdata::Record;
-using perfdata::RoundOrderer;
 using perfdata::Timed;
 
 constexpr uint32_t kRecordMmap = 1;             // PERF_RECORD_MMAP
@@ -242,11 +241,11 @@ Status Converter::run(const std::vector<std::string>& argv) {
 }
 
 Status Converter::read_input() {
-  RoundOrderer order;
+  perfdata::FileRounds<Timed> order;
   uint64_t seq = 0;
-  auto hand_on = [&](std::vector<Timed> batch) -> Status {
-    for (const auto& t : batch) OFFWAKE_TRY(process(t));
-    return ok_status();
+  Status failed = ok_status();
+  auto process_one = [&](uint64_t, Timed t) {
+    if (failed) failed = process(t);
   };
   for (;;) {
     const uint64_t offset = reader_->input_offset();
@@ -256,7 +255,8 @@ Status Converter::read_input() {
     Record& rec = **next;
     if (!decoder_ && std::holds_alternative<perfdata::SampleRecord>(rec)) OFFWAKE_TRY(setup_decoder());
     if (std::holds_alternative<perfdata::FinishedRoundRecord>(rec)) {
-      OFFWAKE_TRY(hand_on(order.round()));
+      order.round(process_one);
+      OFFWAKE_TRY(failed);
       continue;
     }
     if (std::holds_alternative<perfdata::FinishedInitRecord>(rec)) continue;
@@ -264,10 +264,12 @@ Status Converter::read_input() {
       OFFWAKE_TRY(untimed(*o, offset));  // perf's own records: no time, no sample_id
       continue;
     }
-    order.add(Timed{perfdata::record_time(rec, reader_->events()[0].attr), seq++, offset, std::move(rec)});
+    const uint64_t time = perfdata::record_time(rec, reader_->events()[0].attr);
+    order.add(time, Timed{time, seq++, offset, std::move(rec)});
   }
   if (!decoder_) OFFWAKE_TRY(setup_decoder());
-  return hand_on(order.rest());
+  order.rest(process_one);
+  return failed;
 }
 
 // PERF_RECORD_THREAD_MAP says whom the recording followed: one entry of pid -1 when it was

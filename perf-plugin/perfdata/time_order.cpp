@@ -7,29 +7,6 @@
 
 namespace offwake::perfdata {
 
-void RoundOrderer::add(Timed t) {
-  round_max_ = std::max(round_max_, t.time);
-  pending_.push_back(std::move(t));
-}
-
-std::vector<Timed> RoundOrderer::round() {
-  auto out = take_until(previous_max_);
-  previous_max_ = round_max_;
-  return out;
-}
-
-std::vector<Timed> RoundOrderer::rest() { return take_until(UINT64_MAX); }
-
-std::vector<Timed> RoundOrderer::take_until(uint64_t limit) {
-  std::stable_sort(pending_.begin(), pending_.end(), [](const Timed& a, const Timed& b) {
-    return a.time != b.time ? a.time < b.time : a.seq < b.seq;
-  });
-  auto split = std::find_if(pending_.begin(), pending_.end(), [&](const Timed& t) { return t.time > limit; });
-  std::vector<Timed> out(std::make_move_iterator(pending_.begin()), std::make_move_iterator(split));
-  pending_.erase(pending_.begin(), split);
-  return out;
-}
-
 Result<SampleId> sample_id_trailer(const OtherRecord& o, const perf_event_attr& attr) {
   const size_t n = sample_id_size(attr);
   if (o.payload.size() < n) return Error("record of type " + std::to_string(o.type) + " is too short for its sample_id");

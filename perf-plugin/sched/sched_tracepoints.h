@@ -12,7 +12,7 @@
 
 #include "sched/sched_decoder.h"
 #include "sched/sched_event.h"
-#include "sched/time_order.h"
+#include "perfdata/time_order_queue.h"
 #include "tracking/perf_event_set.h"
 #include "util/result.h"
 
@@ -65,7 +65,7 @@ class SchedTracepoints {
 
   SchedDecoder decoder_;
   PerfEventSet set_;
-  TimeOrder<OrderedEvent> order_;
+  perfdata::TimeOrder<OrderedEvent> order_;
   uint64_t pass_start_ = 0;
   uint64_t lost_ = 0, undecodable_ = 0;
 };

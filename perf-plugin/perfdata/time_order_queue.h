@@ -1,5 +1,6 @@
-// Puts the records of several ring buffers, each in its own time order, into one time order,
-// the way perf's rounds do: after a pass that read every buffer, a record can be released
+// Puts records into one time order, the way perf's rounds do. Two users: the live tracepoint
+// back end merges ring buffers (end_pass), perf offwake convert reads a file's rounds
+// (release_upto at each FINISHED_ROUND). For ring buffers, each in its own time order: after a pass that read every buffer, a record can be released
 // once no buffer can still deliver an older one. A buffer that had data in the pass delivers
 // nothing older than the latest time it gave; a buffer that was empty delivers nothing older
 // than the start of the pass (records are committed within microseconds of their timestamp).
@@ -12,7 +13,7 @@
 #include <queue>
 #include <vector>
 
-namespace offwake::sched {
+namespace offwake::perfdata {
 
 template <typename T>
 class TimeOrder {
@@ -39,6 +40,13 @@ class TimeOrder {
       l = kNone;
     }
     return release(upto, fn);
+  }
+
+  // Every record up to `limit`, oldest first (a file's round: perf hands on, at each
+  // FINISHED_ROUND, what is not newer than the previous round's newest record).
+  template <typename Fn>
+  size_t release_upto(uint64_t limit, Fn&& fn) {
+    return release(limit, fn);
   }
 
   // The end: everything left, oldest first.
@@ -89,4 +97,33 @@ class TimeOrder {
   bool released_any_ = false;
 };
 
-}  // namespace offwake::sched
+// perf's rule for a file's records: at each FINISHED_ROUND, the records not newer than the
+// previous round's newest are handed on, in time order (a CPU's buffer written late may still
+// hold older ones); the rest waits. Records older than what was handed on are counted late().
+template <typename T>
+class FileRounds {
+ public:
+  void add(uint64_t time, T item) {
+    if (time > newest_) newest_ = time;
+    queue_.push_other(time, std::move(item));
+  }
+  // FINISHED_ROUND: fn(time, item) for each record handed on.
+  template <typename Fn>
+  size_t round(Fn&& fn) {
+    const size_t n = queue_.release_upto(previous_newest_, fn);
+    previous_newest_ = newest_;
+    return n;
+  }
+  // The end: everything left.
+  template <typename Fn>
+  size_t rest(Fn&& fn) {
+    return queue_.flush(fn);
+  }
+  uint64_t late() const { return queue_.late(); }
+
+ private:
+  TimeOrder<T> queue_{0};
+  uint64_t newest_ = 0, previous_newest_ = 0;
+};
+
+}  // namespace offwake::perfdata
