@@ -338,9 +338,11 @@ class RunningTracer:
                 if ids and bpf_sum(ids)[1] > 0:
                     self.prog_ids = ids
                     break
-            elif os.path.exists(self.out) and os.path.getsize(self.out) > 0:
-                # perf record, and perf offwake --backend tracepoint: the header is written,
-                # give it time to read /proc and enable its events.
+            elif ((os.path.exists(self.out) and os.path.getsize(self.out) > 0)
+                  or os.path.exists(f"{self.out}.tmp.{self.p.pid}")):
+                # perf record's header is written; perf offwake --backend tracepoint has
+                # created OUT.tmp.PID (written at the end) once its events are open: give it
+                # time to read /proc and enable its events.
                 settle += 1.0
                 break
             time.sleep(0.05)

@@ -30,6 +30,7 @@
 #include "perfdata/sample_encoder.h"
 #include "perfdata/time_order.h"
 #include "perfdata/writer.h"
+#include "record/offwake_file.h"
 #include "record/aggregate_samples.h"
 #include "record/offwake_events.h"
 #include "record/record_stats.h"
@@ -66,17 +67,6 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-Result<uint32_t> parse_state(const std::string& s) {
-  uint32_t mask = 0;
-  for (char c : s) {
-    if (c == 'S') mask |= OFFWAKE_WANT_S;
-    else if (c == 'D') mask |= OFFWAKE_WANT_D;
-    else if (c == 'I') mask |= OFFWAKE_WANT_I;
-    else return Error("--state takes letters from S, D and I (e.g. SD), not '" + s + "'", EINVAL);
-  }
-  if (!mask) return Error("--state takes letters from S, D and I (e.g. SD)", EINVAL);
-  return mask;
-}
 
 class Converter {
  public:
@@ -213,7 +203,7 @@ Status Converter::run(const std::vector<std::string>& argv) {
   setup_kernel();
 
   sched::PairerOptions po;
-  auto mask = parse_state(opt_.state);
+  auto mask = parse_state_letters(opt_.state);
   if (!mask) return mask.error();
   po.state_mask = *mask;
   po.min_block_ns = static_cast<uint64_t>(opt_.min_block_us * 1000);
@@ -442,13 +432,7 @@ bool Converter::is_kernel_thread(uint32_t tid) const {
 
 Status Converter::write_samples() {
   for (const auto& b : reader_->info().build_ids) writer_->add_build_id(b);
-  for (const PseudoWaker& p : kPseudoWakers) {
-    perfdata::CommRecord c;
-    c.pid = c.tid = p.tid;
-    c.comm = p.comm;
-    c.sample_id = {p.tid, p.tid, 0, ids_.waker, 0, 0};
-    OFFWAKE_TRY(writer_->write(c));
-  }
+  OFFWAKE_TRY(write_pseudo_waker_comms(*writer_, ids_));
   AggregateSamples convert(*pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr);
   for (const auto& a : pairer_->aggregates()) {
     auto samples = convert.convert(a, last_time_);
@@ -463,15 +447,7 @@ Status Converter::write_samples() {
   stats_.sample_stacks = convert.sample_stacks();
   const auto& info = reader_->info();
   stats_.duration_ns = info.last_sample_time > info.first_sample_time ? info.last_sample_time - info.first_sample_time : 0;
-  if (uint64_t lost = stats_.lost_blocks()) {
-    perfdata::LostSamplesRecord l;
-    l.lost = lost;
-    l.sample_id.id = ids_.time;
-    l.sample_id.time = last_time_;
-    OFFWAKE_TRY(writer_->write(l));
-  }
-  if (writer_->mode() == perfdata::Mode::kFile) writer_->add_feature(kFeatOffwakeStats, stats_.encode());
-  return ok_status();
+  return write_losses_and_stats(*writer_, ids_, stats_, last_time_);
 }
 
 bool exists(const std::string& path) {
@@ -505,18 +481,14 @@ int cmd_convert(const std::vector<std::string>& args) {
   if (o.min_block_us < 0 || o.max_block_us < 0 || o.min_block_us > 1.8e13 || o.max_block_us > 1.8e13)
     return usage_error("--min-block and --max-block take 0 to 1.8e13 microseconds");
   if (o.max_block_us && o.max_block_us < o.min_block_us) return usage_error("--max-block is below --min-block");
-  if (auto m = parse_state(o.state); !m) return usage_error(m.error().message());
+  if (auto m = parse_state_letters(o.state); !m) return usage_error(m.error().message());
   if (o.output != "-" && o.input != "-" && !exists(o.input)) {
     fprintf(stderr, "perf offwake convert: %s does not exist (record it with %s -a)\n", o.input.c_str(), kRecipe);
     return kExitFailure;
   }
-  if (o.output != "-" && exists(o.output)) {
-    std::string old = o.output + ".old";
-    if (rename(o.output.c_str(), old.c_str()) != 0) {
-      fprintf(stderr, "perf offwake convert: cannot rename %s to %s: %s\n", o.output.c_str(), old.c_str(),
-              strerror(errno));
-      return kExitFailure;
-    }
+  if (Status moved = move_old_output(o.output); !moved) {
+    fprintf(stderr, "perf offwake convert: %s\n", moved.error().message().c_str());
+    return kExitFailure;
   }
   signal(SIGPIPE, SIG_IGN);
 

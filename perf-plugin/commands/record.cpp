@@ -21,6 +21,7 @@
 #include "perfdata/writer.h"
 #include "record/aggregate_samples.h"
 #include "record/follow_perf.h"
+#include "record/offwake_file.h"
 #include "record/offwake_events.h"
 #include "record/record_stats.h"
 #include "record/workload.h"
@@ -90,19 +91,6 @@ Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
   return ok_status();
 }
 
-// S: interruptible sleep; D: uninterruptible sleep (the load average's); I: an idle kernel
-// thread's wait (TASK_IDLE, D with NOLOAD), which is not what "D" means to anyone.
-Result<uint32_t> parse_state(const std::string& s) {
-  uint32_t mask = 0;
-  for (char c : s) {
-    if (c == 'S') mask |= OFFWAKE_WANT_S;
-    else if (c == 'D') mask |= OFFWAKE_WANT_D;
-    else if (c == 'I') mask |= OFFWAKE_WANT_I;
-    else return Error("--state takes letters from S, D and I (e.g. SD), not '" + s + "'", EINVAL);
-  }
-  if (!mask) return Error("--state takes letters from S, D and I (e.g. SD)", EINVAL);
-  return mask;
-}
 
 // -p names processes: a thread id that is not its process's id would match no block.
 Status check_process(uint32_t pid) {
@@ -167,7 +155,7 @@ Result<bpf::LoaderOptions> Recorder::loader_options() const {
   lo.tid = static_cast<uint32_t>(opt_.tid);
   lo.user_threads_only = opt_.user_only;
   lo.kernel_threads_only = opt_.kernel_only;
-  auto mask = parse_state(opt_.state);
+  auto mask = parse_state_letters(opt_.state);
   if (!mask) return mask.error();
   lo.state_mask = *mask;
   lo.max_tgids = static_cast<uint32_t>(opt_.process_entries);
@@ -198,7 +186,7 @@ TracepointBlockOptions Recorder::tracepoint_options() const {
   p.tid = static_cast<uint32_t>(opt_.tid);
   p.user_threads_only = opt_.user_only;
   p.kernel_threads_only = opt_.kernel_only;
-  p.state_mask = parse_state(opt_.state).value();  // checked by cmd_record
+  p.state_mask = parse_state_letters(opt_.state).value();  // checked by cmd_record
   p.min_block_ns = static_cast<uint64_t>(opt_.min_block_us * 1000);
   p.max_block_ns = static_cast<uint64_t>(opt_.max_block_us * 1000);
   if (opt_.timeline) p.timeline = [](const offwake_event&) {};  // the back end routes it
@@ -314,13 +302,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   OFFWAKE_TRY(writer_->finished_init());
 
   converter_.emplace(source_->stacks(), ids_, &*kallsyms_);
-  for (const PseudoWaker& p : kPseudoWakers) {
-    perfdata::CommRecord c;
-    c.pid = c.tid = p.tid;
-    c.comm = p.comm;
-    c.sample_id = {p.tid, p.tid, 0, ids_.waker, 0, 0};
-    OFFWAKE_TRY(writer_->write(c));
-  }
+  OFFWAKE_TRY(write_pseudo_waker_comms(*writer_, ids_));
 
   OFFWAKE_TRY(source_->start());
   const uint64_t start = monotonic_ns();
@@ -403,16 +385,7 @@ Status Recorder::write_aggregates() {
   stats_.sample_stacks = convert.sample_stacks();
   stats_.tracking_undecodable = tracking_->undecodable();
 
-  // Blocks that never became a sample are lost samples of offwake-time, as perf counts them.
-  if (uint64_t lost = stats_.lost_blocks()) {
-    perfdata::LostSamplesRecord l;
-    l.lost = lost;
-    l.sample_id.id = ids_.time;
-    l.sample_id.time = time;
-    OFFWAKE_TRY(writer_->write(l));
-  }
-  if (writer_->mode() == perfdata::Mode::kFile) writer_->add_feature(kFeatOffwakeStats, stats_.encode());
-  return ok_status();
+  return write_losses_and_stats(*writer_, ids_, stats_, time);
 }
 
 int cmd_record(const std::vector<std::string>& args) {
@@ -522,7 +495,7 @@ int cmd_record(const std::vector<std::string>& args) {
     fprintf(stderr, "perf offwake record: --ringbuf-size must be a power of two from 1 to 1024 MiB\n");
     return kExitUsage;
   }
-  if (auto m = parse_state(o.state); !m) {
+  if (auto m = parse_state_letters(o.state); !m) {
     fprintf(stderr, "perf offwake record: %s\n", m.error().message().c_str());
     return kExitUsage;
   }
@@ -535,13 +508,9 @@ int cmd_record(const std::vector<std::string>& args) {
       return Workload::exec_failure_status(c.error().errnum());
     }
   }
-  if (o.output != "-" && exists(o.output)) {
-    std::string old = o.output + ".old";
-    if (rename(o.output.c_str(), old.c_str()) != 0) {
-      fprintf(stderr, "perf offwake record: cannot rename %s to %s: %s\n", o.output.c_str(), old.c_str(),
-              strerror(errno));
-      return kExitFailure;
-    }
+  if (Status moved = move_old_output(o.output); !moved) {
+    fprintf(stderr, "perf offwake record: %s\n", moved.error().message().c_str());
+    return kExitFailure;
   }
 
   struct sigaction sa {};

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "support/blocked_samples.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 
@@ -57,36 +58,6 @@ Converted stock_then_convert(const TempDir& dir, const std::string& recipe, cons
   c.script = run(std::string(kDebianPerf) + " script " + kPerfScriptFields + " -i " + dir.file("offwake.data"));
   c.samples = parse_perf_script(c.script.out);
   return c;
-}
-
-struct Blocked {
-  uint64_t ns = 0;
-  std::vector<const ScriptSample*> blocked, wakers;
-  uint64_t unseen = 0;
-};
-
-// offwake-time samples of the truth's thread in its function, and the waker sample after each.
-Blocked blocked_in(const std::vector<ScriptSample>& samples, const Truth& t) {
-  Blocked b;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const ScriptSample& s = samples[i];
-    if (s.event != "offwake-time" || s.tid != t.tid || !s.has_frame(t.function)) continue;
-    b.ns += s.period;
-    b.blocked.push_back(&s);
-    EXPECT_TRUE(i + 1 < samples.size() && samples[i + 1].event == "offwake-waker") << "no waker after a sample";
-    if (i + 1 >= samples.size()) continue;
-    EXPECT_EQ(samples[i + 1].period, s.period);
-    if (samples[i + 1].comm == "[no waker seen]") ++b.unseen;
-    else b.wakers.push_back(&samples[i + 1]);
-  }
-  return b;
-}
-
-void expect_within_5_percent(uint64_t recorded, uint64_t truth) {
-  ASSERT_GT(truth, 0u);
-  double err = std::abs(static_cast<double>(recorded) - static_cast<double>(truth)) / truth;
-  EXPECT_LT(err, 0.05) << "recorded " << recorded << " ns, truth " << truth << " ns";
-  ::testing::Test::RecordProperty("relative_error_ppm", static_cast<int>(err * 1e6));
 }
 
 // The first kernel frame of a stack (the function that called into the scheduler).

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/blocked_samples.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 
@@ -48,39 +49,6 @@ void expect_clean(const Recording& r) {
   EXPECT_NE(r.record.err.find("[ perf offwake record: Captured and wrote"), std::string::npos) << r.record.err;
   EXPECT_EQ(r.script.status, 0) << r.script.err;
   EXPECT_EQ(r.script.err, "");
-}
-
-// The blocked samples of the truth's thread in its named function, with the waker sample that
-// follows each.
-// A wakeup the kernel never traced leaves a "[no waker seen]" waker: accepted only as many
-// times as the recording's summary counted (blocks_without_waker), never silently.
-struct Blocked {
-  uint64_t ns = 0;
-  std::vector<const ScriptSample*> wakers;  // the wakers seen
-  uint64_t unseen = 0;                       // samples whose waker was not seen
-};
-Blocked blocked_in(const std::vector<ScriptSample>& samples, const Truth& t, uint64_t missed_wakeups) {
-  Blocked b;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const ScriptSample& s = samples[i];
-    if (s.event != "offwake-time" || s.tid != t.tid || !s.has_frame(t.function)) continue;
-    b.ns += s.period;
-    EXPECT_TRUE(i + 1 < samples.size() && samples[i + 1].event == "offwake-waker") << "no waker after a sample";
-    if (i + 1 < samples.size()) {
-      EXPECT_EQ(samples[i + 1].period, s.period);
-      if (samples[i + 1].comm == "[no waker seen]") ++b.unseen;
-      else b.wakers.push_back(&samples[i + 1]);
-    }
-  }
-  EXPECT_LE(b.unseen, missed_wakeups) << "a block without a waker that the summary did not count";
-  return b;
-}
-
-void expect_within_5_percent(uint64_t recorded, uint64_t truth) {
-  ASSERT_GT(truth, 0u);
-  double err = std::abs(static_cast<double>(recorded) - static_cast<double>(truth)) / truth;
-  EXPECT_LT(err, 0.05) << "recorded " << recorded << " ns, truth " << truth << " ns";
-  ::testing::Test::RecordProperty("relative_error_ppm", static_cast<int>(err * 1e6));
 }
 
 TEST(Record, CondvarThreadsBlockedTimeAndWaker) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "support/blocked_samples.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 
@@ -53,46 +54,12 @@ void expect_clean(const Recording& r) {
   EXPECT_EQ(r.script.err, "");
 }
 
-// The blocked samples of the truth's thread in its function, and the waker after each. A
-// block whose wakeup the kernel never traced has the waker "[no waker seen]": accepted as
-// often as the summary counted.
-struct Blocked {
-  uint64_t ns = 0, samples = 0;
-  std::vector<const ScriptSample*> wakers;
-  uint64_t unseen = 0;
-};
-Blocked blocked_in(const Recording& r, const Truth& t) {
-  Blocked b;
-  const auto& s = r.samples;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i].event != "offwake-time" || s[i].tid != t.tid || !s[i].has_frame(t.function)) continue;
-    b.ns += s[i].period;
-    ++b.samples;
-    EXPECT_TRUE(i + 1 < s.size() && s[i + 1].event == "offwake-waker") << "no waker after a sample";
-    if (i + 1 >= s.size()) continue;
-    EXPECT_EQ(s[i + 1].period, s[i].period);
-    if (s[i + 1].comm == "[no waker seen]") ++b.unseen;
-    else b.wakers.push_back(&s[i + 1]);
-  }
-  EXPECT_LE(b.unseen, blocks_without_waker(r.record.err)) << "a block without a waker the summary did not count";
-  return b;
-}
-
-double relative_error(uint64_t a, uint64_t b) {
-  return std::abs(static_cast<double>(a) - static_cast<double>(b)) / static_cast<double>(b);
-}
-
-void expect_within_5_percent(uint64_t recorded, uint64_t truth, const std::string& what) {
-  ASSERT_GT(truth, 0u);
-  EXPECT_LT(relative_error(recorded, truth), 0.05) << what << ": recorded " << recorded << " ns, against " << truth;
-}
-
 // The workload's own truth: blocked time within 5%, and each waker the named thread in the
 // named function (or, for a timer, the [hardirq] pseudo-thread in hrtimer_wakeup).
 void expect_truth(const Recording& r) {
   ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
   const Truth& t = r.truth[0];
-  Blocked b = blocked_in(r, t);
+  Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
   expect_within_5_percent(b.ns, t.blocked_ns, t.function);
   ASSERT_FALSE(b.wakers.empty()) << r.record.err << r.script.out.substr(0, 3000);
   for (const ScriptSample* w : b.wakers) {
@@ -173,10 +140,10 @@ TEST(TracepointBackend, Timeline) {
   EXPECT_NE(r.record.err.find("timeline events ]"), std::string::npos) << r.record.err;
   ASSERT_EQ(r.truth.size(), 1u);
   const Truth& t = r.truth[0];
-  Blocked b = blocked_in(r, t);
+  Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
   expect_within_5_percent(b.ns, t.blocked_ns, t.function);
-  EXPECT_GE(b.samples + 1, t.count) << "one sample per block";
-  EXPECT_LE(b.samples, t.count + 1);
+  EXPECT_GE(b.blocked.size() + 1, t.count) << "one sample per block";
+  EXPECT_LE(b.blocked.size(), t.count + 1);
   uint64_t last = 0;
   for (const auto& s : r.samples) {
     ASSERT_TRUE(s.has_time);

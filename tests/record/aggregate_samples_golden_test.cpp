@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "support/stack_table.h"
 #include "../perfdata/fixtures.h"
 #include "record/aggregate_samples.h"
 #include "support/run.h"
@@ -21,15 +22,7 @@
 namespace offwake {
 namespace {
 
-class StackTable : public StackTraceSource {
- public:
-  std::map<uint64_t, std::vector<uint64_t>> stacks;
-  Result<std::span<const uint64_t>> lookup(uint64_t id) const override {
-    auto it = stacks.find(id);
-    if (it == stacks.end()) return Error("no stack", ENOENT);
-    return std::span<const uint64_t>(it->second);
-  }
-};
+using test::StackTable;
 
 // Every kind of waker, a stack from the store, and missing stacks.
 std::vector<bpf::Aggregate> aggregates() {

@@ -9,20 +9,12 @@
 #include <map>
 
 #include "support/run.h"
+#include "support/stack_table.h"
 
 namespace offwake {
 namespace {
 
-// The stack map of a test: id -> frames, as the BPF map would return them.
-class StackTable : public StackTraceSource {
- public:
-  std::map<uint32_t, std::vector<uint64_t>> stacks;
-  Result<std::span<const uint64_t>> lookup(uint64_t id) const override {
-    auto it = stacks.find(id);
-    if (it == stacks.end()) return Error("no stack", ENOENT);
-    return std::span<const uint64_t>(it->second);
-  }
-};
+using test::StackTable;
 
 constexpr uint64_t kTraceiter = 0xffffffff81000100, kSchedule = 0xffffffff81000200,
                    kWakeUp = 0xffffffff81000300;

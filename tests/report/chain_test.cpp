@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 
+#include "support/stack_table.h"
 #include "perfdata/writer.h"
 #include "record/aggregate_samples.h"
 #include "record/offwake_events.h"
@@ -36,16 +37,7 @@ using perfdata::SampleRecord;
 const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 const std::string kCollapse = OFFWAKE_SOURCE_DIR "/scripts/offwake-collapse.py";
 
-// The stack map of a test: id -> frames, as the BPF map would return them.
-class StackTable : public StackTraceSource {
- public:
-  std::map<uint64_t, std::vector<uint64_t>> stacks;
-  Result<std::span<const uint64_t>> lookup(uint64_t id) const override {
-    auto it = stacks.find(id);
-    if (it == stacks.end()) return Error("no stack", ENOENT);
-    return std::span<const uint64_t>(it->second);
-  }
-};
+using test::StackTable;
 
 constexpr uint32_t kRelay1 = 70001, kRelay2 = 70002, kRelay3 = 70003;
 constexpr uint64_t kMapStart = 0x400000;  // where symbols_target is mapped in the three processes

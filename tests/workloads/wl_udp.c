@@ -1,5 +1,5 @@
 /* A wakeup from softirq context: the child blocks COUNT times in wl_udp_wait on recv() from a
- * UDP socket on the loopback; the parent sleeps MS milliseconds, then sends one datagram from
+ * UDP socket on the loopback (read(), the same as recv()); the parent sleeps MS milliseconds, then sends one datagram from
  * wl_udp_send. Loopback delivery runs in the NET_RX softirq (on the sender's way out of the
  * send), so the child's waker is "[softirq]", not the parent. The child prints the truth line. */
 #define _GNU_SOURCE
@@ -10,19 +10,10 @@
 
 #include "wl_common.h"
 
+/* read() of a UDP socket takes one datagram. */
 WL_NOINLINE uint64_t wl_udp_wait(int fd, long *blocks)
 {
-	char c;
-	uint64_t t0 = wl_now_ns();
-	long r = wl_syscall4(SYS_recvfrom, fd, (long)&c, 1, 0);
-	uint64_t t1 = wl_now_ns();
-
-	if (r != 1)
-		exit(2);
-	if (t1 - t0 < 1000000ull)
-		return 0;
-	++*blocks;
-	return t1 - t0;
+	return wl_read_one(fd, blocks);
 }
 
 WL_NOINLINE void wl_udp_send(int fd, const struct sockaddr_in *to)

@@ -1,0 +1,56 @@
+// The checks every end-to-end test makes of a recording read back by perf script: the
+// blocked samples of a workload's truth, with the waker after each, against its own
+// measurement.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "support/perf_script.h"
+
+namespace offwake::test {
+
+struct Blocked {
+  uint64_t ns = 0;
+  std::vector<const ScriptSample*> blocked;  // the truth thread's samples in its function
+  std::vector<const ScriptSample*> wakers;   // the wakers seen after them
+  uint64_t unseen = 0;                       // samples whose waker was not seen
+};
+
+// The blocked samples of the truth's thread in its named function, each with the waker sample
+// that must follow it. A wakeup the kernel never traced leaves a "[no waker seen]" waker:
+// accepted at most `missed_wakeups` times (the count the recording's summary printed, see
+// blocks_without_waker()), never silently.
+inline Blocked blocked_in(const std::vector<ScriptSample>& samples, const Truth& t,
+                          uint64_t missed_wakeups = std::numeric_limits<uint64_t>::max()) {
+  Blocked b;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const ScriptSample& s = samples[i];
+    if (s.event != "offwake-time" || s.tid != t.tid || !s.has_frame(t.function)) continue;
+    b.ns += s.period;
+    b.blocked.push_back(&s);
+    EXPECT_TRUE(i + 1 < samples.size() && samples[i + 1].event == "offwake-waker") << "no waker after a sample";
+    if (i + 1 >= samples.size()) continue;
+    EXPECT_EQ(samples[i + 1].period, s.period);
+    if (samples[i + 1].comm == "[no waker seen]") ++b.unseen;
+    else b.wakers.push_back(&samples[i + 1]);
+  }
+  EXPECT_LE(b.unseen, missed_wakeups) << "a block without a waker that the summary did not count";
+  return b;
+}
+
+// The workloads time their own blocking: the recording must agree within 5%.
+inline void expect_within_5_percent(uint64_t recorded, uint64_t truth, const std::string& what = "") {
+  ASSERT_GT(truth, 0u);
+  const double err = std::abs(static_cast<double>(recorded) - static_cast<double>(truth)) / static_cast<double>(truth);
+  EXPECT_LT(err, 0.05) << what << (what.empty() ? "" : ": ") << "recorded " << recorded << " ns, truth " << truth
+                       << " ns";
+  ::testing::Test::RecordProperty("relative_error_ppm", static_cast<int>(err * 1e6));
+}
+
+}  // namespace offwake::test
