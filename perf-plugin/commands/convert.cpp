@@ -31,6 +31,7 @@
 #include "perfdata/time_order.h"
 #include "perfdata/writer.h"
 #include "record/offwake_file.h"
+#include "record/tracepoint_blocks.h"
 #include "record/aggregate_samples.h"
 #include "record/offwake_events.h"
 #include "record/record_stats.h"
@@ -88,7 +89,6 @@ class Converter {
   Status carry(Record r);
   Status write_samples();
   bool is_kernel_thread(uint32_t tid) const;
-  bool leading_frame(uint64_t ip) const;
   void add_build_id(perfdata::Mmap2Record& m);
 
   const ConvertOptions& opt_;
@@ -96,7 +96,6 @@ class Converter {
   std::optional<sched::SchedDecoder> decoder_;
   std::optional<sched::BlockPairer> pairer_;
   std::optional<Kallsyms> kallsyms_;
-  std::optional<std::pair<uint64_t, uint64_t>> sched_text_;
   std::optional<perfdata::PerfDataWriter> writer_;
   OffwakeEventIds ids_;
   const perfdata::EventDesc* switch_event_ = nullptr;
@@ -210,12 +209,7 @@ Status Converter::run(const std::vector<std::string>& argv) {
   po.max_block_ns = static_cast<uint64_t>(opt_.max_block_us * 1000);
   // perf's tracepoint callchains start in the tracepoint's call (__traceiter_sched_switch),
   // then the scheduler's own functions: both go, as in perf offwake record's stacks.
-  if (kallsyms_) {
-    auto start = kallsyms_->address_of("__sched_text_start");
-    auto end = kallsyms_->address_of("__sched_text_end");
-    if (!opt_.sched_frames && start && end) sched_text_ = std::make_pair(*start, *end);
-    po.drop_leading_kernel = [this](uint64_t ip) { return leading_frame(ip); };
-  }
+  if (kallsyms_) po.drop_leading_kernel = leading_frames_to_drop(std::make_shared<const Kallsyms>(*kallsyms_), opt_.sched_frames);
   po.is_kernel_thread = [this](uint32_t tid) { return is_kernel_thread(tid); };
   pairer_.emplace(std::move(po));
 
@@ -396,11 +390,6 @@ Status Converter::carry(Record r) {
 
 // A leading kernel frame of a blocked stack that goes: the tracing machinery's, and the
 // scheduler's own (.sched.text) unless --sched-frames.
-bool Converter::leading_frame(uint64_t ip) const {
-  if (sched_text_ && ip >= sched_text_->first && ip < sched_text_->second) return true;
-  const KernelSymbol* sym = kallsyms_->find(ip);
-  return sym && (sym->name.rfind("__traceiter_", 0) == 0 || sym->name.rfind("perf_trace_", 0) == 0);
-}
 
 // perf record writes build ids only of the files its samples' ips fell in, which for tracepoints
 // are the kernel's: a user mapping gets its build id from the file it names, when that is

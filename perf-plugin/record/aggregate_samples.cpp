@@ -43,11 +43,25 @@ perfdata::SampleRecord AggregateSamples::sample(uint64_t id, uint32_t pid, uint3
 }
 
 // Interrupt wakers carry the interrupt's kernel stack; they and unknown wakers belong to a
-// pseudo-thread whose comm names them.
+// pseudo-thread whose comm names them. An interrupt's stack ends at the interrupt's entry
+// (asm_sysvec_*, asm_common_interrupt, ...): below it is whatever code the interrupt hit,
+// which woke nobody and would split one waker into as many stacks.
 perfdata::SampleRecord AggregateSamples::waker_sample(uint64_t id, uint32_t flags, uint32_t tgid, uint32_t tid,
                                                       uint64_t time, uint64_t period, StackIds stacks) {
   if (const PseudoWaker* p = pseudo_waker(flags)) tgid = tid = p->tid;
   perfdata::SampleRecord s = sample(id, tgid, tid, time, period, stacks);
+  if ((flags & OFFWAKE_WAKER_IRQ_MASK) && kallsyms_) {
+    const auto& frames = s.callchain.frames();
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const KernelSymbol* sym = frames[i].context == FrameContext::kKernel ? kallsyms_->find(frames[i].ip) : nullptr;
+      if (sym && sym->name.rfind("asm_", 0) == 0) {
+        Callchain cut;
+        for (size_t j = 0; j <= i; ++j) cut.push(frames[j].ip, frames[j].context);
+        s.callchain = std::move(cut);
+        break;
+      }
+    }
+  }
   if (s.callchain.empty()) s.misc = PERF_RECORD_MISC_KERNEL;
   return s;
 }

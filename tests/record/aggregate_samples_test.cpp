@@ -24,7 +24,9 @@ Kallsyms test_kallsyms(const test::TempDir& dir) {
   std::ofstream(path) << "ffffffff81000000 T _text\n"
                          "ffffffff81000100 T __traceiter_sched_switch\n"
                          "ffffffff81000200 T __schedule\n"
-                         "ffffffff81000300 T try_to_wake_up\n";
+                         "ffffffff81000300 T try_to_wake_up\n"
+                         "ffffffff81000400 T asm_sysvec_apic_timer_interrupt\n"
+                         "ffffffff81000500 T copy_page\n";
   return Kallsyms::load(path).value();
 }
 
@@ -118,6 +120,22 @@ TEST_F(AggregateSamplesTest, MissingStacksAreCountedPerHalf) {
   EXPECT_EQ(convert.user_losses().walk_failed, 1u);
   EXPECT_EQ(convert.kernel_losses().lookup_failed, 1u);
   EXPECT_EQ(blocked.ip, 0u);
+}
+
+// An interrupt's waker stack ends at the interrupt's entry: the code it interrupted woke nobody.
+// A thread waker keeps its whole stack.
+TEST_F(AggregateSamplesTest, InterruptWakerStacksEndAtTheInterruptEntry) {
+  Kallsyms k = test_kallsyms(dir);
+  table.stacks[4] = {kWakeUp + 4, 0xffffffff81000408, 0xffffffff81000510};
+  AggregateSamples convert(table, ids, &k);
+  bpf::Aggregate irq = aggregate(OFFWAKE_WAKER_HARDIRQ);
+  irq.key.waker_kern_stack_id = 4;
+  const Callchain& cut = convert.convert(irq, 1).at(1).callchain;
+  ASSERT_EQ(cut.size(), 2u);
+  EXPECT_EQ(cut.frames()[1].ip, 0xffffffff81000408u);
+  bpf::Aggregate thread = aggregate(0);
+  thread.key.waker_kern_stack_id = 4;
+  EXPECT_EQ(convert.convert(thread, 1).at(1).callchain.size(), 3u);
 }
 
 }  // namespace
