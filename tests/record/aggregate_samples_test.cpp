@@ -130,7 +130,8 @@ TEST_F(AggregateSamplesTest, InterruptWakerStacksEndAtTheInterruptEntry) {
   AggregateSamples convert(table, ids, &k);
   bpf::Aggregate irq = aggregate(OFFWAKE_WAKER_HARDIRQ);
   irq.key.waker_kern_stack_id = 4;
-  const Callchain& cut = convert.convert(irq, 1).at(1).callchain;
+  const auto irq_samples = convert.convert(irq, 1);
+  const Callchain& cut = irq_samples.at(1).callchain;
   ASSERT_EQ(cut.size(), 2u);
   EXPECT_EQ(cut.frames()[1].ip, 0xffffffff81000408u);
   bpf::Aggregate thread = aggregate(0);
