@@ -2,6 +2,7 @@
 
 #include <traceevent/event-parse.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,7 +75,36 @@ SchedDecoder::SchedDecoder(SchedDecoder&&) noexcept = default;
 SchedDecoder& SchedDecoder::operator=(SchedDecoder&&) noexcept = default;
 SchedDecoder::~SchedDecoder() = default;
 
+namespace {
+
+// libtraceevent (1.7.1) can crash on a malformed format text, and a perf.data file's formats
+// are input: they are parsed once in a child process first, so that a crash is an error.
+Status formats_parse_safely(const std::string& switch_format, const std::string& waking_format) {
+  const pid_t child = fork();
+  if (child < 0) return Error::from_errno("forking to check the tracepoint formats");
+  if (child == 0) {
+    tep_handle* tep = tep_alloc();
+    tep_event* e = nullptr;
+    if (tep) {
+      (void)tep_parse_format(tep, &e, switch_format.data(), switch_format.size(), "sched");
+      (void)tep_parse_format(tep, &e, waking_format.data(), waking_format.size(), "sched");
+    }
+    _exit(0);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    return Error("libtraceevent crashed parsing the sched tracepoint formats (signal " +
+                     std::to_string(WTERMSIG(status)) + "): a malformed format description",
+                 EPROTO);
+  return ok_status();
+}
+
+}  // namespace
+
 Result<SchedDecoder> SchedDecoder::from_formats(const std::string& switch_format, const std::string& waking_format) {
+  OFFWAKE_TRY(formats_parse_safely(switch_format, waking_format));
   SchedDecoder d;
   d.tep_.reset(tep_alloc());
   if (!d.tep_) return Error("libtraceevent: out of memory", ENOMEM);

@@ -216,6 +216,17 @@ void expect_refused(const Refusal& r, const std::string& says) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
 }
 
+// A file found by the fuzz target: its sched_switch format text crashes libtraceevent's parser
+// (Debian's 1.7.1). The formats are tried in a child process first: one line, exit 1.
+TEST(ConvertRefuses, FormatThatCrashesLibtraceevent) {
+  TempDir dir;
+  auto r = run(kOffwake + " convert -i " OFFWAKE_SOURCE_DIR "/tests/e2e/data/libtraceevent_crash.data -o " +
+               dir.file("out.data"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("libtraceevent crashed parsing the sched tracepoint formats"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(ConvertRefuses, NoCallchains) {
   TempDir dir;
   expect_refused(convert_stock(dir, kSchedEvents + "--switch-events"), "record with -g");
