@@ -439,10 +439,6 @@ Status Converter::write_samples() {
   return write_losses_and_stats(*writer_, ids_, stats_, last_time_);
 }
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
 
 int cmd_convert(const std::vector<std::string>& args) {
   ConvertOptions o;
@@ -471,7 +467,7 @@ int cmd_convert(const std::vector<std::string>& args) {
     return usage_error("--min-block and --max-block take 0 to 1.8e13 microseconds");
   if (o.max_block_us && o.max_block_us < o.min_block_us) return usage_error("--max-block is below --min-block");
   if (auto m = parse_state_letters(o.state); !m) return usage_error(m.error().message());
-  if (o.output != "-" && o.input != "-" && !exists(o.input)) {
+  if (o.output != "-" && o.input != "-" && !path_exists(o.input)) {
     fprintf(stderr, "perf offwake convert: %s does not exist (record it with %s -a)\n", o.input.c_str(), kRecipe);
     return kExitFailure;
   }

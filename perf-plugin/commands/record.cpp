@@ -108,10 +108,6 @@ Status check_process(uint32_t pid) {
   return ok_status();
 }
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
 
 // The recording, with its resources in set-up order (torn down in reverse).
 class Recorder {
@@ -252,7 +248,7 @@ Status Recorder::drain_tracking() {
 
 Status Recorder::run(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
   for (uint32_t pid : opt_.pids) OFFWAKE_TRY(check_process(pid));
-  if (opt_.tid && !exists("/proc/" + std::to_string(opt_.tid)))
+  if (opt_.tid && !path_exists("/proc/" + std::to_string(opt_.tid)))
     return Error("thread " + std::to_string(opt_.tid) + " does not exist");
 
   if (!command.empty()) {

@@ -35,9 +35,13 @@ Status write_losses_and_stats(perfdata::PerfDataWriter& w, const OffwakeEventIds
   return ok_status();
 }
 
-Status move_old_output(const std::string& output) {
+bool path_exists(const std::string& path) {
   struct stat st {};
-  if (output == "-" || stat(output.c_str(), &st) != 0) return ok_status();
+  return stat(path.c_str(), &st) == 0;
+}
+
+Status move_old_output(const std::string& output) {
+  if (output == "-" || !path_exists(output)) return ok_status();
   const std::string old = output + ".old";
   if (rename(output.c_str(), old.c_str()) != 0) return Error::from_errno("cannot rename " + output + " to " + old);
   return ok_status();

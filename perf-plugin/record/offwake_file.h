@@ -21,6 +21,9 @@ Status write_pseudo_waker_comms(perfdata::PerfDataWriter& w, const OffwakeEventI
 Status write_losses_and_stats(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids, const RecordStats& stats,
                               uint64_t time);
 
+// Whether `path` exists.
+bool path_exists(const std::string& path);
+
 // An existing `output` (not "-") becomes output.old, as perf record does.
 Status move_old_output(const std::string& output);
 
