@@ -26,30 +26,10 @@ namespace {
 const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 
-struct Recording {
-  RunResult record;
-  std::vector<Truth> truth;
-  std::vector<ScriptSample> samples;
-  RunResult script;
-};
+using Recording = RecordRun;
 
 // Records `args` (options and command) into dir/perf.data and reads it with perf script.
-Recording record(const TempDir& dir, const std::string& args) {
-  Recording r;
-  const std::string data = dir.file("perf.data");
-  r.record = run(kOffwake + " record -o " + data + " " + args);
-  r.truth = parse_truth(r.record.out);
-  r.script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
-  r.samples = parse_perf_script(r.script.out);
-  return r;
-}
-
-void expect_clean(const Recording& r) {
-  EXPECT_EQ(r.record.status, 0) << r.record.err;
-  EXPECT_NE(r.record.err.find("[ perf offwake record: Captured and wrote"), std::string::npos) << r.record.err;
-  EXPECT_EQ(r.script.status, 0) << r.script.err;
-  EXPECT_EQ(r.script.err, "");
-}
+Recording record(const TempDir& dir, const std::string& args) { return record_and_script(dir, args); }
 
 TEST(Record, CondvarThreadsBlockedTimeAndWaker) {
   TempDir dir;

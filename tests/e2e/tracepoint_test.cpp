@@ -27,31 +27,12 @@ const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 // wakeup seen" and "ended late", honestly, but a test of the waker needs to see it.
 const std::string kWorkloads = "taskset -c 0 " OFFWAKE_BINARY_DIR "/tests/workloads/";
 
-struct Recording {
-  RunResult record;
-  std::vector<Truth> truth;
-  std::vector<ScriptSample> samples;
-  RunResult script;
-};
+using Recording = RecordRun;
 
 // `prefix` runs the recorder (e.g. under setpriv); `args` are its options and the command.
 Recording record(const TempDir& dir, const std::string& args, const std::string& timed = "",
                  const std::string& prefix = "") {
-  Recording r;
-  const std::string data = dir.file("perf.data");
-  const std::string cmd = kOffwake + " record -o " + data + " " + args;
-  r.record = run(prefix.empty() ? cmd : prefix + " '" + cmd + "'");
-  r.truth = parse_truth(r.record.out);
-  r.script = run(std::string("perf script ") + (timed.empty() ? kPerfScriptFields : timed) + " -i " + data);
-  r.samples = parse_perf_script(r.script.out);
-  return r;
-}
-
-void expect_clean(const Recording& r) {
-  EXPECT_EQ(r.record.status, 0) << r.record.err;
-  EXPECT_NE(r.record.err.find("[ perf offwake record: Captured and wrote"), std::string::npos) << r.record.err;
-  EXPECT_EQ(r.script.status, 0) << r.script.err;
-  EXPECT_EQ(r.script.err, "");
+  return record_and_script(dir, args, timed, prefix);
 }
 
 // The workload's own truth: blocked time within 5%, and each waker the named thread in the

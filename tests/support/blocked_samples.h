@@ -1,6 +1,6 @@
-// The checks every end-to-end test makes of a recording read back by perf script: the
-// blocked samples of a workload's truth, with the waker after each, against its own
-// measurement.
+// What every end-to-end test does with a recording: record a workload, read it back with
+// perf script, and check the blocked samples of its truth, with the waker after each, against
+// its own measurement.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,8 +12,38 @@
 #include <vector>
 
 #include "support/perf_script.h"
+#include "support/run.h"
 
 namespace offwake::test {
+
+// `perf offwake record -o DIR/perf.data ARGS` (run under `prefix`, e.g. setpriv, if given),
+// then Debian's perf script of the file with `fields` (kPerfScriptFields by default).
+struct RecordRun {
+  RunResult record;
+  std::vector<Truth> truth;  // the workload's truth lines
+  std::vector<ScriptSample> samples;
+  RunResult script;
+};
+
+inline RecordRun record_and_script(const TempDir& dir, const std::string& args, const std::string& fields = "",
+                                   const std::string& prefix = "") {
+  RecordRun r;
+  const std::string data = dir.file("perf.data");
+  const std::string cmd = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake record -o " + data + " " + args;
+  r.record = run(prefix.empty() ? cmd : prefix + " '" + cmd + "'");
+  r.truth = parse_truth(r.record.out);
+  r.script = run(std::string("perf script ") + (fields.empty() ? kPerfScriptFields : fields) + " -i " + data);
+  r.samples = parse_perf_script(r.script.out);
+  return r;
+}
+
+// The recording succeeded and perf read it without a word on stderr.
+inline void expect_clean(const RecordRun& r) {
+  EXPECT_EQ(r.record.status, 0) << r.record.err;
+  EXPECT_NE(r.record.err.find("[ perf offwake record: Captured and wrote"), std::string::npos) << r.record.err;
+  EXPECT_EQ(r.script.status, 0) << r.script.err;
+  EXPECT_EQ(r.script.err, "");
+}
 
 struct Blocked {
   uint64_t ns = 0;
