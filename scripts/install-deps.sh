@@ -35,6 +35,27 @@ if [ ! -f "$prefix/lib64/libperf.a" ] || [ ! -f "$prefix/lib64/libapi.a" ] || [ 
   install -m 0644 "$src/linux-source-$kver/tools/lib/api/libapi.a" "$prefix/lib64/libapi.a"
 fi
 
+# libsubcmd, perf's own option parser (parse_options, usage_with_options), from the same tree:
+# every sub-command parses its options with it, as perf's own commands do.
+# (Its Makefile installs into lib/, not lib64/.) Its headers need the tree's tools/include.
+if ! ar t "$prefix/lib/libsubcmd.a" 2>/dev/null | grep -q tools-lib-string.o ||
+   [ ! -f "$prefix/include/subcmd/parse-options.h" ] ||
+   [ ! -f "$prefix/src/linux-source-$kver/tools/include/linux/kernel.h" ]; then
+  if [ ! -d "$prefix/src/linux-source-$kver/tools/lib/subcmd" ]; then
+    echo "install-deps: extracting tools/ from linux-source-$kver"
+    mkdir -p "$prefix/src"
+    tar -C "$prefix/src" -xJf "/usr/src/linux-source-$kver.tar.xz" "linux-source-$kver/tools"
+  fi
+  echo "install-deps: building libsubcmd into $prefix"
+  tools=$prefix/src/linux-source-$kver/tools
+  make -s -C "$tools/lib/subcmd" DESTDIR="$prefix" prefix=/ install_headers install_lib >/dev/null
+  # perf links tools/lib/string.c (strlcpy, which glibc 2.36 lacks) and ctype.c beside it.
+  for f in string ctype; do
+    gcc -c -O2 -fPIC -D_GNU_SOURCE -I"$tools/include" "$tools/lib/$f.c" -o "$prefix/src/tools-lib-$f.o"
+  done
+  ar rcs "$prefix/lib/libsubcmd.a" "$prefix/src/tools-lib-string.o" "$prefix/src/tools-lib-ctype.o"
+fi
+
 # tracefs is needed by perf and by tracepoint attachment; it is not mounted at boot here.
 if [ "$(id -u)" -eq 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true

@@ -454,8 +454,7 @@ int cmd_convert(const std::vector<std::string>& args) {
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };
   const std::vector<std::string> usage = {"perf offwake convert [-i <file>] -o <file> [<options>]"};
-  ParsedArgs parsed;
-  if (auto exit = parse_command_line("convert", args, table, usage, false, parsed)) return *exit;
+  ParsedArgs parsed = parse_command_line(args, table, usage, false);
   auto usage_error = [](const std::string& m) {
     fprintf(stderr, "perf offwake convert: %s\n", m.c_str());
     return kExitUsage;

@@ -1,13 +1,15 @@
 #include "commands/options.h"
 
-#include <cmath>
-
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
-
-#include "commands/command.h"
 #include <cstdlib>
-#include <sstream>
+#include <memory>
+
+extern "C" {
+#include <subcmd/pager.h>
+#include <subcmd/parse-options.h>
+}
 
 namespace offwake {
 
@@ -56,7 +58,12 @@ Option callback_option(char s, std::string l, std::string arg,
   return o;
 }
 
-static std::string display_name(const Option& o) {
+// As libsubcmd's own errors name an option: "option `output'" or "switch `o'".
+static std::string error_name(const Option& o) {
+  return o.long_name.empty() ? std::string("switch `") + o.short_name + "'" : "option `" + o.long_name + "'";
+}
+
+static std::string given_name(const Option& o) {
   return o.long_name.empty() ? std::string("-") + o.short_name : "--" + o.long_name;
 }
 
@@ -66,7 +73,7 @@ static Status apply_option(const Option& o, const std::string& value) {
     case Option::Kind::kString: *o.string = value; return ok_status();
     case Option::Kind::kCallback: {
       auto s = o.callback(value);
-      if (!s) return s.error().context("option `" + display_name(o) + "'");
+      if (!s) return s.error().context(error_name(o));
       return s;
     }
     case Option::Kind::kUint: {
@@ -74,7 +81,7 @@ static Status apply_option(const Option& o, const std::string& value) {
       errno = 0;
       unsigned long long v = strtoull(value.c_str(), &end, 0);
       if (value.empty() || *end || errno || value[0] == '-')
-        return Error("option `" + display_name(o) + "' expects a non-negative integer, not '" + value + "'");
+        return Error(error_name(o) + " expects a non-negative integer, not '" + value + "'");
       *o.uint = v;
       return ok_status();
     }
@@ -84,7 +91,7 @@ static Status apply_option(const Option& o, const std::string& value) {
       double v = strtod(value.c_str(), &end);
       // nan and inf are not durations: nan would compare false against every limit.
       if (value.empty() || *end || errno || !std::isfinite(v) || v < 0)
-        return Error("option `" + display_name(o) + "' expects a finite non-negative number, not '" + value + "'");
+        return Error(error_name(o) + " expects a finite non-negative number, not '" + value + "'");
       *o.dbl = v;
       return ok_status();
     }
@@ -92,109 +99,65 @@ static Status apply_option(const Option& o, const std::string& value) {
   return ok_status();
 }
 
-Result<ParsedArgs> parse_options(const std::vector<std::string>& args, const std::vector<Option>& table,
-                                 bool stop_at_non_option) {
+// libsubcmd calls this for every option with a value; `value` points at our Option. On an
+// error it prints the option's usage line after ours and exits 129. Its own errors have the
+// form " Error: option `x' requires a value" with no newline, the usage following.
+static int apply_callback(const struct option* opt, const char* arg, int unset) {
+  const Option& o = *static_cast<const Option*>(opt->value);
+  if (unset || !arg) return -1;  // PARSE_OPT_NONEG: libsubcmd refuses --no-<option> before this
+  if (Status s = apply_option(o, arg); !s) {
+    fprintf(stderr, " Error: %s\n", s.error().message().c_str());
+    return -1;
+  }
+  return 0;
+}
+
+ParsedArgs parse_command_line(const std::vector<std::string>& args, const std::vector<Option>& table,
+                              const std::vector<std::string>& usage, bool stop_at_non_option) {
+  // The usage goes through perf's pager when stdout is a terminal, as `perf record -h` does.
+  pager_init("PERF_PAGER");
+
+  auto given = std::make_unique<bool[]>(table.size());
+  std::vector<struct option> options;
+  options.reserve(table.size() + 1);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const Option& o = table[i];
+    struct option opt {};
+    opt.short_name = o.short_name;
+    opt.long_name = o.long_name.empty() ? nullptr : o.long_name.c_str();
+    opt.help = o.help.c_str();
+    opt.set = &given[i];
+    if (o.kind == Option::Kind::kFlag) {
+      opt.type = OPTION_BOOLEAN;
+      opt.value = o.flag;
+    } else {
+      opt.type = OPTION_CALLBACK;
+      opt.value = const_cast<Option*>(&o);
+      opt.argh = o.arg_name.c_str();
+      opt.flags = PARSE_OPT_NONEG;
+      opt.callback = apply_callback;
+    }
+    options.push_back(opt);
+  }
+  options.push_back(option{});  // OPTION_END
+
+  std::vector<const char*> usage_lines;
+  for (const auto& u : usage) usage_lines.push_back(u.c_str());
+  usage_lines.push_back(nullptr);
+
+  // parse_options moves the arguments it leaves to the front of argv.
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
+  int left = parse_options(static_cast<int>(args.size()), argv.data(), options.data(), usage_lines.data(),
+                           stop_at_non_option ? PARSE_OPT_STOP_AT_NON_OPTION : 0);
+
   ParsedArgs out;
-  size_t i = 1;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-h" || a == "--help") {
-      out.help = true;
-      continue;
-    }
-    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
-      std::string name = a.substr(2), value;
-      bool has_value = false;
-      if (auto eq = name.find('='); eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-        has_value = true;
-      }
-      const Option* o = nullptr;
-      for (const auto& t : table)
-        if (t.long_name == name) o = &t;
-      if (!o) return Error("unknown option `" + name + "'", EINVAL);
-      if (o->kind == Option::Kind::kFlag) {
-        if (has_value) return Error("option `" + name + "' takes no value", EINVAL);
-        OFFWAKE_TRY(apply_option(*o, ""));
-        out.given.insert(display_name(*o));
-        continue;
-      }
-      if (!has_value) {
-        if (i + 1 >= args.size()) return Error("option `" + name + "' requires a value", EINVAL);
-        value = args[++i];
-      }
-      OFFWAKE_TRY(apply_option(*o, value));
-      out.given.insert(display_name(*o));
-      continue;
-    }
-    if (a.size() > 1 && a[0] == '-' && a != "-") {
-      for (size_t k = 1; k < a.size(); ++k) {
-        const Option* o = nullptr;
-        for (const auto& t : table)
-          if (t.short_name && t.short_name == a[k]) o = &t;
-        if (!o) return Error(std::string("unknown switch `") + a[k] + "'", EINVAL);
-        if (o->kind == Option::Kind::kFlag) {
-          OFFWAKE_TRY(apply_option(*o, ""));
-          out.given.insert(display_name(*o));
-          continue;
-        }
-        std::string value;
-        if (k + 1 < a.size()) {
-          value = a.substr(k + 1);
-        } else {
-          if (i + 1 >= args.size()) return Error(std::string("switch `") + a[k] + "' requires a value", EINVAL);
-          value = args[++i];
-        }
-        OFFWAKE_TRY(apply_option(*o, value));
-        out.given.insert(display_name(*o));
-        break;
-      }
-      continue;
-    }
-    if (stop_at_non_option) break;
-    out.rest.push_back(a);
-  }
-  for (; i < args.size(); ++i) out.rest.push_back(args[i]);
+  for (int i = 0; i < left; ++i) out.rest.emplace_back(argv[i]);
+  for (size_t i = 0; i < table.size(); ++i)
+    // A flag turned off (--no-eager) is as good as not given.
+    if (given[i] && (table[i].kind != Option::Kind::kFlag || *table[i].flag)) out.given.insert(given_name(table[i]));
   return out;
-}
-
-std::optional<int> parse_command_line(const char* command, const std::vector<std::string>& args,
-                                      const std::vector<Option>& table, const std::vector<std::string>& usage,
-                                      bool stop_at_non_option, ParsedArgs& out) {
-  auto parsed = parse_options(args, table, stop_at_non_option);
-  if (!parsed) {
-    fprintf(stderr, "perf offwake %s: %s (see 'perf offwake %s -h')\n", command, parsed.error().message().c_str(),
-            command);
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    printf("%s", usage_text(usage, table).c_str());
-    return kExitOk;
-  }
-  out = std::move(parsed).value();
-  return std::nullopt;
-}
-
-std::string usage_text(const std::vector<std::string>& usage_lines, const std::vector<Option>& table) {
-  std::ostringstream s;
-  for (size_t i = 0; i < usage_lines.size(); ++i)
-    s << (i == 0 ? " Usage: " : "    or: ") << usage_lines[i] << "\n";
-  s << "\n";
-  for (const auto& o : table) {
-    std::string left = "    ";
-    left += o.short_name ? std::string("-") + o.short_name : "  ";
-    if (!o.long_name.empty()) left += std::string(o.short_name ? ", " : "  ") + "--" + o.long_name;
-    if (o.kind != Option::Kind::kFlag) left += " <" + o.arg_name + ">";
-    if (left.size() < 30) left.resize(30, ' ');
-    else left += "\n" + std::string(30, ' ');
-    s << left << o.help << "\n";
-  }
-  return s.str();
 }
 
 }  // namespace offwake

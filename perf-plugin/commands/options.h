@@ -1,10 +1,11 @@
-// A perf-style option table: one per sub-command, parsed the way perf's parse-options does
-// (-o FILE, -oFILE, --output FILE, --output=FILE, combined short flags, -- ends options).
+// A sub-command's option table, parsed by perf's own parser (libsubcmd's parse_options), so
+// that every sub-command behaves as the rest of perf does: -oFILE, --output=FILE, combined
+// short flags, unambiguous abbreviations (--dur 5), --no-<flag>, -- ends the options, and
+// perf's usage text and exit status 129 for -h and for a usage error.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ struct Option {
   Kind kind = Kind::kFlag;
   std::string arg_name;       // shown in usage, e.g. "file"
   std::string help;
-  bool* flag = nullptr;
+  bool* flag = nullptr;       // kFlag: true when given, false with --no-<name>
   std::string* string = nullptr;
   uint64_t* uint = nullptr;
   double* dbl = nullptr;
@@ -35,23 +36,15 @@ Option callback_option(char s, std::string l, std::string arg,
                        std::function<Status(const std::string&)> cb, std::string help);
 
 struct ParsedArgs {
-  bool help = false;                 // -h/--help was given
   std::vector<std::string> rest;     // arguments after the options (e.g. the command to run)
   std::set<std::string> given;       // the options given, as errors name them ("--cgroup", "-t")
 };
 
-// Parses argv[1..] (argv[0] is the sub-command name). Stops at the first non-option when
-// `stop_at_non_option` (record's command) and after "--".
-Result<ParsedArgs> parse_options(const std::vector<std::string>& args, const std::vector<Option>& table,
-                                 bool stop_at_non_option);
-
-// The common front of a sub-command: parses, prints a one-line error (exit 129) or the
-// usage (-h, exit 0). Returns the exit status to leave with, or nullopt to go on.
-std::optional<int> parse_command_line(const char* command, const std::vector<std::string>& args,
-                                      const std::vector<Option>& table, const std::vector<std::string>& usage,
-                                      bool stop_at_non_option, ParsedArgs& out);
-
-// perf-style usage text: " Usage: perf offwake record [<options>] [<command>]" then the table.
-std::string usage_text(const std::vector<std::string>& usage_lines, const std::vector<Option>& table);
+// Parses args[1..] (args[0] is the sub-command's name) with libsubcmd. With
+// `stop_at_non_option` the first non-option ends the options (record's command). -h, --help
+// and every usage error print perf's usage and end the process with status 129, as perf's
+// own commands do; on return the options have been stored.
+ParsedArgs parse_command_line(const std::vector<std::string>& args, const std::vector<Option>& table,
+                              const std::vector<std::string>& usage, bool stop_at_non_option);
 
 }  // namespace offwake

@@ -85,7 +85,7 @@ Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     unsigned long v = strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end || v == 0 || v > 4194304 /* PID_MAX_LIMIT */) return Error("'" + item + "' is not a pid", EINVAL);
+    if (item.empty() || *end || v == 0 || v > 4194304 /* PID_MAX_LIMIT */) return Error("'" + item + "' is not a pid");
     out.push_back(static_cast<uint32_t>(v));
   }
   return ok_status();
@@ -427,8 +427,7 @@ int cmd_record(const std::vector<std::string>& args) {
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };
   const std::vector<std::string> usage = {"perf offwake record [<options>] [-- <command> [<args>]]"};
-  ParsedArgs parsed;
-  if (auto exit = parse_command_line("record", args, table, usage, true, parsed)) return *exit;
+  ParsedArgs parsed = parse_command_line(args, table, usage, true);
   o.given = parsed.given;
   if (o.backend != "bpf" && o.backend != "tracepoint" && o.backend != "auto") {
     fprintf(stderr, "perf offwake record: --backend takes bpf, tracepoint or auto, not '%s'\n", o.backend.c_str());

@@ -185,8 +185,7 @@ int cmd_report(const std::vector<std::string>& args) {
       flag_option(0, "wallclock", &wallclock, "on-CPU and off-CPU time per stack in one view (--on-cpu recordings)"),
   };
   const std::vector<std::string> usage = {"perf offwake report [<options>]"};
-  ParsedArgs parsed;
-  if (auto exit = parse_command_line("report", args, table, usage, false, parsed)) return *exit;
+  ParsedArgs parsed = parse_command_line(args, table, usage, false);
   if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
   if (filters.kernel_only && filters.user_only) return usage_error("--kernel-only and --user-only exclude each other");
   if (unit != "ns" && unit != "us") return usage_error("--unit must be ns or us, not '" + unit + "'");

@@ -55,8 +55,7 @@ int cmd_script(const std::vector<std::string>& args) {
       string_option('s', "script", "file.py", &script_path, "the Python script to run (perf script -s style)"),
   };
   const std::vector<std::string> usage = {"perf offwake script [-i <file>] -s <script.py> [-- <script args>]"};
-  ParsedArgs parsed;
-  if (auto exit = parse_command_line("script", args, table, usage, true, parsed)) return *exit;
+  ParsedArgs parsed = parse_command_line(args, table, usage, true);
   if (script_path.empty()) {
     fprintf(stderr, "perf offwake script: -s <script.py> is required (see 'perf offwake script -h')\n");
     return kExitUsage;

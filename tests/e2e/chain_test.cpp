@@ -12,6 +12,7 @@
 
 #include "support/perf_script.h"
 #include "support/run.h"
+#include "support/usage_error.h"
 
 namespace offwake::test {
 namespace {
@@ -256,9 +257,10 @@ def process_event(d):
 TEST(ChainE2E, BadDepthIsAUsageError) {
   for (const char* bad : {"0", "9", "x", "-1"}) {
     RunResult r = run(kOffwake + " record --chain-depth " + bad + " -- true");
-    EXPECT_EQ(r.status, 129) << bad;
-    EXPECT_NE(r.err.find("--chain-depth"), std::string::npos) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    SCOPED_TRACE(bad);
+    // 0 and 9 are refused by our check after the parse, x and -1 by the parse (libsubcmd).
+    expect_usage_error(r, std::string(bad) == "x" || std::string(bad) == "-1" ? "option `chain-depth'" : "--chain-depth",
+                       "record");
   }
 }
 

@@ -19,6 +19,7 @@
 #include "support/blocked_samples.h"
 #include "support/perf_script.h"
 #include "support/run.h"
+#include "support/usage_error.h"
 
 namespace offwake::test {
 namespace {
@@ -338,13 +339,9 @@ TEST(Record, FilterCgroup) {
 
 TEST(Record, BadInputIsOneLineAndNonZero) {
   TempDir dir;
-  auto bad_option = run(kOffwake + " record --no-such-option");
-  EXPECT_EQ(bad_option.status, 129);
-  EXPECT_EQ(std::count(bad_option.err.begin(), bad_option.err.end(), '\n'), 1) << bad_option.err;
-
-  auto no_pid = run(kOffwake + " record -o " + dir.file("x") + " -p 999999999");
-  EXPECT_EQ(no_pid.status, 129);
-  EXPECT_NE(no_pid.err.find("not a pid"), std::string::npos) << no_pid.err;
+  // Usage errors, one per option: Options.EveryBadRecordOptionIsNamed (options_test.cpp).
+  expect_usage_error(run(kOffwake + " record --no-such-option"), "unknown option `no-such-option'", "record");
+  expect_usage_error(run(kOffwake + " record -o " + dir.file("x") + " -p 999999999"), "not a pid", "record");
 
   auto gone = run(kOffwake + " record -o " + dir.file("x") + " -p 4000000");
   EXPECT_EQ(gone.status, 1);
@@ -354,9 +351,7 @@ TEST(Record, BadInputIsOneLineAndNonZero) {
   EXPECT_EQ(bad_dir.status, 1);
   EXPECT_EQ(std::count(bad_dir.err.begin(), bad_dir.err.end(), '\n'), 1) << bad_dir.err;
 
-  auto bad_state = run(kOffwake + " record --state X -- true");
-  EXPECT_EQ(bad_state.status, 129);
-
+  expect_usage_error(run(kOffwake + " record --state X -- true"), "X", "record");
 }
 
 // A command that cannot run says which one, with a shell's status, before anything is loaded
