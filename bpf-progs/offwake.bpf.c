@@ -584,7 +584,8 @@ struct walk_ctx {
 
 /* One frame: {next frame pointer, return address} at fp. Stops where bpf_get_stackid's walk
  * would fault or find nothing: a frame pointer that is zero, misaligned, not above the
- * previous frame or outside the thread's stack. Such a read costs a page fault with exception
+ * previous frame or outside the thread's stack. Also at a return address that is no user
+ * address (code without frame pointers left other data there): the frames so far are kept. Such a read costs a page fault with exception
  * fixup, several microseconds here, and gives nothing. The stack is read a window at a time,
  * within one page, so that shallow stacks cost one read. */
 static __always_inline long walk_step(struct walk_ctx *w, int other_task)
@@ -618,6 +619,8 @@ static __always_inline long walk_step(struct walk_ctx *w, int other_task)
 	off = (fp - s->win_start) & (WINDOW - 1);
 	next = *(__u64 *)&s->window[off];
 	ret = *(__u64 *)&s->window[off + 8];
+	if (!ret || ret >= OFFWAKE_USER_ADDR_LIMIT)
+		return 1;
 	s->st.ips[n] = ret;
 	w->nr = n + 1;
 	w->lo = fp + 16;

@@ -7,6 +7,10 @@
 
 #define OFFWAKE_COMM_LEN 16
 #define OFFWAKE_MAX_STACK_DEPTH 127
+/* No user address reaches this (x86-64 user space ends below 1 << 47, or 1 << 56 with five
+ * page-table levels). A frame-pointer walk that reads a return address at or above it has
+ * left the frame chain; perf would even take such a value for a callchain context marker. */
+#define OFFWAKE_USER_ADDR_LIMIT (1ULL << 56)
 
 /* A stack id half that was not asked for (the user stack of a kernel thread, or of a waker
  * in interrupt context). Same value as offwake::kNoStack on the user side. */

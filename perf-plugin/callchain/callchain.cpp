@@ -53,11 +53,11 @@ Result<Callchain> Callchain::from_perf_ips(std::span<const uint64_t> ips) {
 Callchain Callchain::from_stacks(std::span<const uint64_t> kernel, std::span<const uint64_t> user) {
   Callchain chain;
   for (uint64_t ip : kernel) {
-    if (ip == 0) break;
+    if (ip == 0 || ip >= PERF_CONTEXT_MAX) break;
     chain.frames_.push_back({ip, FrameContext::kKernel});
   }
   for (uint64_t ip : user) {
-    if (ip == 0) break;
+    if (ip == 0 || ip >= PERF_CONTEXT_MAX) break;
     chain.frames_.push_back({ip, FrameContext::kUser});
   }
   return chain;

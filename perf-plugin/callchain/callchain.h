@@ -26,7 +26,10 @@ class Callchain {
   // followed by the ips of that context, leaf first. Entries before any marker are rejected.
   static Result<Callchain> from_perf_ips(std::span<const uint64_t> ips);
 
-  // From the two halves a BPF stack map returns, each leaf first; zero entries end a half.
+  // From the two halves a BPF stack map returns, each leaf first; zero entries end a half, and
+  // so does an entry perf would take for a context marker (>= PERF_CONTEXT_MAX): a user walk
+  // that left the frame chain (the kernel's bpf_get_stackid stores what it reads) gives such
+  // values, and perf drops a callchain that holds one. The frames before it are kept.
   static Callchain from_stacks(std::span<const uint64_t> kernel, std::span<const uint64_t> user);
 
   void push(uint64_t ip, FrameContext context) { frames_.push_back({ip, context}); }

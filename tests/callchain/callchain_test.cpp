@@ -157,6 +157,18 @@ TEST(CallchainFromStacks, FullLengthHalvesAndEmptyHalves) {
   EXPECT_TRUE(Callchain::from_stacks({}, {}).empty());
 }
 
+// A user walk that left the frame chain stores what it read: a value perf takes for a context
+// marker ends the half, so that the chain perf and our reader decode keeps the frames before.
+TEST(CallchainFromStacks, MarkerRangeValuesEndAHalf) {
+  Ips kernel = {0xffffffff81000000, uint64_t(PERF_CONTEXT_USER), 0xffffffff81000010};
+  Ips user = {0x401000, 0xffffffffffffff00, 0x402000};
+  Callchain c = Callchain::from_stacks(kernel, user);
+  EXPECT_EQ(c, make({{0xffffffff81000000, FrameContext::kKernel}, {0x401000, FrameContext::kUser}}));
+  auto back = Callchain::from_perf_ips(c.to_perf_ips());
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(*back, c);
+}
+
 TEST(CallchainLeafCpumode, FollowsTheLeafFrame) {
   EXPECT_EQ(Callchain().leaf_cpumode(), PERF_RECORD_MISC_USER);
   EXPECT_EQ(make({{1, FrameContext::kKernel}, {2, FrameContext::kUser}}).leaf_cpumode(),

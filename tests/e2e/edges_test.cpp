@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "support/blocked_samples.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/usage_error.h"
@@ -18,6 +19,7 @@ namespace {
 const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 const std::string kForkStorm = OFFWAKE_BINARY_DIR "/tests/e2e/fork_storm";
 const std::string kLateRun = OFFWAKE_BINARY_DIR "/tests/workloads/wl_late_run";
+const std::string kBadFrame = OFFWAKE_BINARY_DIR "/tests/workloads/wl_bad_frame";
 
 // key=value counters stored in the file (our feature section).
 std::map<std::string, uint64_t> stored_counters(const std::string& data) {
@@ -252,6 +254,36 @@ TEST(Edges, RefusedInputIsOneLine) {
   EXPECT_NE(r.out.find("status=1"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.err.find("is a thread of process"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// A user stack whose frame chain leads to a return address that is no user address
+// (wl_bad_frame: 0xffffffffffffff00, in perf's context-marker range; found in a system-wide
+// record of a glibc pipe ping-pong). Both user walkers end the stack there: Debian perf keeps
+// the callchain (it drops one that holds such a value, kernel frames and all), our report reads
+// the file (it refused it), and the blocked time is the workload's own within 5%.
+TEST(Edges, UserWalkLeavingTheFrameChainEndsTheStackThere) {
+  for (const std::string walker : {"bpf", "kernel"}) {
+    SCOPED_TRACE(walker);
+    TempDir dir;
+    RecordRun r = record_and_script(dir, "--user-walker " + walker + " -- " + kBadFrame + " -n 10 -m 10");
+    expect_clean(r);
+    ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
+    Blocked b = blocked_in(r.samples, r.truth[0], blocks_without_waker(r.record.err));
+    ASSERT_FALSE(b.blocked.empty()) << r.script.out;
+    // A block whose switch-in the kernel did not trace has no kernel stack ("ended late",
+    // counted in the summary): that many samples may lack kernel frames, no more.
+    uint64_t without_kernel = 0;
+    for (const ScriptSample* s : b.blocked) {
+      without_kernel += !s->has_kernel_frames();
+      ASSERT_NE(s->user_leaf(), nullptr);
+      EXPECT_EQ(s->user_leaf()->sym, "wl_bad_frame_sleep");
+    }
+    EXPECT_LE(without_kernel, blocks_ended_late(r.record.err)) << r.record.err;
+    expect_within_5_percent(b.ns, r.truth[0].blocked_ns, "wl_bad_frame_sleep");
+    auto report = run(kOffwake + " report --folded -i " + dir.file("perf.data"));
+    EXPECT_EQ(report.status, 0) << report.err;
+    EXPECT_NE(report.out.find("wl_bad_frame_sleep"), std::string::npos) << report.out;
+  }
 }
 
 }  // namespace
