@@ -103,8 +103,9 @@ TEST(Timeline, SumsMatchAggregatedMode) {
 
 TEST(Timeline, BlockFiltersApplyPerEvent) {
   TempDir dir;
+  // 50 ms pauses: a wait shorter than --min-block 10 ms would need the waiter 40 ms late.
   auto rec = run(kOffwake + " record -q --timeline --min-block 10000 -o " + dir.file("perf.data") + " -- " +
-                 kWorkloads + "wl_condvar -n 5");
+                 kWorkloads + "wl_condvar -n 5 -m 50");
   ASSERT_EQ(rec.status, 0) << rec.err;
   size_t n = 0;
   for (const auto& s : timed_samples(dir.file("perf.data")))
