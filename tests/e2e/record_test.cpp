@@ -533,6 +533,10 @@ TEST(Record, PipeOnStdoutIsPipeMode) {
   expect_within_5_percent(ns, truth[0].blocked_ns);
 }
 
+// No "[nmi]" test: Linux never wakes a task from NMI context (NMI code defers the wakeup to
+// irq_work, which runs in hard interrupt context), so no workload can provoke one; the BPF
+// program keeps the name for a kernel that would. perf-offwake-record(1) says so.
+//
 // A wakeup from softirq context (loopback UDP delivery) is the "[softirq]" pseudo-thread,
 // with the softirq's kernel stack, never the task the softirq interrupted.
 TEST(Record, SoftirqWakerIsNamedSo) {
