@@ -436,12 +436,20 @@ TEST(Record, LossCountersStoredAndPrinted) {
   EXPECT_NE(missing.out.find("missing_"), std::string::npos) << r.record.err;
 }
 
+// A shell function for the tests that stop a recording with a signal: waits until recorder
+// $1 has attached its BPF programs (it holds bpf_link descriptors from then on), at most 60 s,
+// then 1 s more for a system-wide second to record. A fixed sleep instead lost the race under
+// load: loading takes about 1 s here, but took over 2 s beside a compiler (a soak run).
+const std::string kWaitAttached =
+    "wait_attached() { for i in $(seq 600); do ls -l /proc/$1/fd 2>/dev/null | grep -q 'anon_inode:bpf_link' && "
+    "{ sleep 1; return 0; }; sleep 0.1; done; echo 'recorder not attached after 60 s'; return 1; }; ";
+
 // Ctrl-C and SIGTERM end a recording and still leave a complete file that perf reads.
 TEST(Record, SignalsEndTheRecordingWithACompleteFile) {
   for (const char* sig : {"INT", "TERM"}) {
     TempDir dir;
     const std::string data = dir.file("perf.data");
-    auto r = run("(" + kOffwake + " record -a -o " + data + " & p=$!; sleep 2; kill -" + sig +
+    auto r = run("(" + kWaitAttached + kOffwake + " record -a -o " + data + " & p=$!; wait_attached $p; kill -" + sig +
                  " $p; wait $p)");
     EXPECT_EQ(r.status, 0) << sig << ": " << r.err;
     EXPECT_NE(r.err.find("Captured and wrote"), std::string::npos) << r.err;
@@ -461,11 +469,11 @@ TEST(Record, RecorderFollowsItsPerf) {
     SCOPED_TRACE(how);
     TempDir dir;
     const std::string data = dir.file("perf.data");
-    // perf in a process group of its own (set -m), so that "-$perf" is its group. The recorder
-    // gets 3 s to load and attach (loading the BPF programs takes about a second here).
-    auto r = run("set -m; " + path + "perf offwake record -a -q -o " + data +
-                 " & perf=$!; for i in $(seq 50); do rec=$(pgrep -P $perf -x perf-offwake) && break; sleep 0.1; done; "
-                 "[ -n \"$rec\" ] || { echo 'no recorder under perf'; exit 2; }; sleep 3; " +
+    // perf in a process group of its own (set -m), so that "-$perf" is its group. perf is
+    // killed once the recorder has attached (kWaitAttached).
+    auto r = run("set -m; " + kWaitAttached + path + "perf offwake record -a -q -o " + data +
+                 " & perf=$!; for i in $(seq 300); do rec=$(pgrep -P $perf -x perf-offwake) && break; sleep 0.1; done; "
+                 "[ -n \"$rec\" ] || { echo 'no recorder under perf'; exit 2; }; wait_attached $rec || exit 4; " +
                  how + "; for i in $(seq 200); do kill -0 $rec 2>/dev/null || exit 0; sleep 0.1; done; "
                  "echo 'recorder still running 20 s after perf'; kill -9 $rec; exit 3");
     EXPECT_EQ(r.status, 0) << r.out << r.err;
@@ -558,7 +566,10 @@ TEST(Record, SoftirqWakerIsNamedSo) {
 TEST(Record, OnCpuSamplesOnlyTheRecordedThreads) {
   Background spinner("sh -c 'while :; do :; done'");
   TempDir dir;
-  auto r = record(dir, "--on-cpu -- " + kWorkloads + "wl_spin_block -n 5");
+  // -F 1000: every CPU is sampled and the samples filtered in user space; at the default
+  // 4000 Hz, with both CPUs busy (a soak run beside a CPU-bound load), the 512 KiB ring buffers
+  // overflowed: counted ("perf records lost"), but not what this test is about.
+  auto r = record(dir, "--on-cpu -F 1000 -- " + kWorkloads + "wl_spin_block -n 5");
   expect_clean(r);
   ASSERT_EQ(r.truth.size(), 1u);
   size_t on_cpu = 0;
