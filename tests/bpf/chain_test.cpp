@@ -10,9 +10,13 @@
 #include <sstream>
 
 #include "capture.h"
+#include "support/tolerances.h"
 
 namespace offwake::bpf {
 namespace {
+
+using test::kBlockedTimeTolerance;
+using test::kWholeChainShare;
 
 const std::string kRelay = "wl_relay";
 
@@ -99,9 +103,11 @@ void expect_relay_chain(const Capture& c, const Relay& r, const Functions& f, ui
   const Truth& truth = r.truth.at(r.third);
   ThirdTime t = third_time(c, r, f, depth);
   EXPECT_EQ(t.count, truth.count);
-  // The workload times its read() from user space, a few microseconds more than the block.
-  EXPECT_NEAR(static_cast<double>(t.ns), static_cast<double>(truth.blocked_ns), 0.05 * truth.blocked_ns);
-  EXPECT_GE(t.with_chain, 0.9 * truth.blocked_ns) << "of " << t.ns << " ns";
+  // The workload times its read() from user space, a few microseconds more than the block
+  // (kBlockedTimeTolerance). Most of it with the whole chain (kWholeChainShare).
+  EXPECT_NEAR(static_cast<double>(t.ns), static_cast<double>(truth.blocked_ns),
+              kBlockedTimeTolerance * truth.blocked_ns);
+  EXPECT_GE(t.with_chain, kWholeChainShare * truth.blocked_ns) << "of " << t.ns << " ns";
 }
 
 class Chain : public ::testing::Test {
@@ -161,8 +167,10 @@ TEST_F(Chain, DepthOneKeysAreDeeperKeysWithoutTheirChains) {
   auto one = named(caps[0], &ns1), four = named(caps[1], &ns4);
   EXPECT_FALSE(one.empty());
   EXPECT_EQ(one, four);
-  // The two programs read the clock microseconds apart.
-  EXPECT_NEAR(static_cast<double>(ns1), static_cast<double>(ns4), 0.01 * ns1);
+  // The two programs read the clock microseconds apart: 1% (test::kSameRunTimeTolerance) of
+  // the whole recording (three processes blocked ~0.2 s each) covers that skew; the equal keys
+  // and counts above already rule out a lost or doubled block.
+  EXPECT_NEAR(static_cast<double>(ns1), static_cast<double>(ns4), test::kSameRunTimeTolerance * ns1);
   EXPECT_EQ(caps[0].counters.blocks, caps[1].counters.blocks);
 }
 

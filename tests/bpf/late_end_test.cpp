@@ -3,6 +3,7 @@
 // if such a block were open, then lets the task block for real, so that the programs end the
 // crafted block at the task's next switch-out.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -15,11 +16,14 @@
 
 #include <sched.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "bpf/offwake_loader.h"
+#include "support/run.h"
 #include "util/fd.h"
 
 namespace offwake::bpf {
@@ -31,26 +35,35 @@ uint64_t monotonic_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
 }
 
+// How long the test waits for the child to reach a state (it takes microseconds to
+// milliseconds; the bound is for a host that takes the virtual CPU away) and how often it looks.
+constexpr auto kChildTimeout = std::chrono::seconds(5);
+constexpr auto kChildPoll = std::chrono::milliseconds(1);
+
 // A child that waits for start(), runs on the CPU until stop_spinning(), then blocks reading
 // a pipe until released.
 class SpinThenBlock {
  public:
   SpinThenBlock() {
-    int go[2], stop[2], done[2];
-    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(stop, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done, O_CLOEXEC) != 0)
+    int go[2], spinning[2], stop[2], done[2];
+    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(spinning, O_CLOEXEC) != 0 || pipe2(stop, O_CLOEXEC | O_NONBLOCK) != 0 ||
+        pipe2(done, O_CLOEXEC) != 0)
       return;
     pid_ = fork();
     if (pid_ == 0) {
       char c;
       if (read(go[0], &c, 1) != 1) _exit(2);
+      if (write(spinning[1], "x", 1) != 1) _exit(3);  // on the CPU from here until stopped
       while (read(stop[0], &c, 1) != 1) {  // non-blocking: spins on the CPU
       }
       _exit(read(done[0], &c, 1) == 1 ? 0 : 1);
     }
     close(go[0]);
+    close(spinning[1]);
     close(stop[0]);
     close(done[0]);
     start_.reset(go[1]);
+    spinning_.reset(spinning[0]);
     stop_.reset(stop[1]);
     release_.reset(done[1]);
   }
@@ -61,8 +74,28 @@ class SpinThenBlock {
     }
   }
   pid_t pid() const { return pid_; }
-  bool start() { return write(start_.get(), "x", 1) == 1; }
+  // Returns once the child is spinning: on a CPU, not blocked, until told to stop.
+  bool start() {
+    if (write(start_.get(), "x", 1) != 1) return false;
+    pollfd p{spinning_.get(), POLLIN, 0};
+    char c;
+    const int timeout_ms = static_cast<int>(std::chrono::milliseconds(kChildTimeout).count());
+    return poll(&p, 1, timeout_ms) == 1 && read(spinning_.get(), &c, 1) == 1;
+  }
   bool stop_spinning() { return write(stop_.get(), "x", 1) == 1; }
+  // Waits until the child is blocked: off its run queue (/proc/PID/wchan names where it
+  // sleeps; "0" while it runs or is runnable). A wakeup from then on waits until the child is
+  // off the CPU (try_to_wake_up waits for on_cpu), so its switch-out has been traced.
+  bool wait_until_blocked() const {
+    const std::string wchan = "/proc/" + std::to_string(pid_) + "/wchan";
+    const auto deadline = std::chrono::steady_clock::now() + kChildTimeout;
+    do {
+      const std::string w = test::read_file(wchan);
+      if (!w.empty() && w != "0") return true;
+      std::this_thread::sleep_for(kChildPoll);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return false;
+  }
   int release_and_wait() {
     int status = -1;
     if (write(release_.get(), "x", 1) != 1) return -1;
@@ -73,7 +106,7 @@ class SpinThenBlock {
 
  private:
   pid_t pid_ = -1;
-  UniqueFd start_, stop_, release_;
+  UniqueFd start_, spinning_, stop_, release_;
 };
 
 // S with TASK_WAKEKILL: a state the child's own blocks (plain S, in read()) never have, so
@@ -100,15 +133,15 @@ void run_with_state(const std::function<offwake_task_block(uint64_t now)>& make,
   auto bpf = OffwakeBpf::load(o);
   ASSERT_TRUE(bpf.ok()) << bpf.error().message();
   ASSERT_TRUE(bpf->attach().ok());
-  ASSERT_TRUE(child.start());
-  usleep(20'000);  // the child is spinning: on a CPU, not blocked, until told to stop
+  ASSERT_TRUE(child.start()) << "the child did not start spinning";
   UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, child.pid(), 0)));
   ASSERT_TRUE(pidfd.valid());
   int key = pidfd.get();
   offwake_task_block state = make(monotonic_ns());
   ASSERT_EQ(bpf_map_update_elem(bpf->task_blocks_fd(), &key, &state, BPF_ANY), 0) << strerror(errno);
   ASSERT_TRUE(child.stop_spinning());
-  usleep(100'000);  // it blocks in read(): its switch-out ends the crafted block
+  // It blocks in read(): its switch-out ends the crafted block.
+  ASSERT_TRUE(child.wait_until_blocked()) << "the child did not block";
   int status = child.release_and_wait();
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   bpf->detach();
@@ -204,7 +237,7 @@ TEST(UntracedSwitches, AreCountedWhenACpuLeavesATaskNeverSeenArriving) {
   auto bpf = OffwakeBpf::load(o);
   ASSERT_TRUE(bpf.ok()) << bpf.error().message();
   ASSERT_TRUE(bpf->attach().ok());
-  usleep(100'000);
+  usleep(100'000);  // a pause after attaching; the count does not depend on it (before is subtracted)
   auto before = bpf->read_counters();
   ASSERT_TRUE(before.ok());
   const int ncpus = libbpf_num_possible_cpus();
@@ -217,6 +250,8 @@ TEST(UntracedSwitches, AreCountedWhenACpuLeavesATaskNeverSeenArriving) {
   const long online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
   for (long cpu = 0; cpu < online_cpus; ++cpu)
     ASSERT_EQ(system(("taskset -c " + std::to_string(cpu) + " /bin/true").c_str()), 0);
+  // A margin: each CPU's counted switch came when the pinned process first ran there, before
+  // system() returned.
   usleep(20'000);
   auto after = bpf->read_counters();
   ASSERT_TRUE(after.ok());

@@ -18,11 +18,19 @@
 #include "bpf/libbpf_log.h"
 #include "bpf/offwake_loader.h"
 #include "bpf/stack_trace_map.h"
+#include "support/tolerances.h"
 #include "util/fd.h"
 #include "workload.h"
 
 namespace offwake::bpf {
 namespace {
+
+using test::kBlockedTimeTolerance;
+
+// Blocks without a waker (sched_waking did not fire on a CPU leaving idle, on this VM) in one
+// recording of 20 blocks: at most one. There are none in most recordings; two in one small
+// recording would be more than the kernel's gaps explain.
+constexpr uint64_t kMaxBlocksWithoutWaker = 1;
 
 // ---- one recording ----
 
@@ -93,7 +101,8 @@ std::string describe(const offwake_key& k, const offwake_value& v) {
 }
 
 // The buckets of the truth's thread whose user stack holds the truth's blocking function,
-// checked against the truth: total time within 5%, same count, the right waker.
+// checked against the truth: total time within 5% (kBlockedTimeTolerance), the same count
+// (every block the workload counts is one switch-out and switch-in), the right waker.
 void check_against_truth(const std::string& workload, const Recording& rec, bool irq_waker) {
   const Truth& t = rec.truth;
   const StackTraceMap& map = *rec.stacks;
@@ -155,7 +164,10 @@ void check_against_truth(const std::string& workload, const Recording& rec, bool
               workload.c_str(), static_cast<unsigned long long>(t.blocked_ns),
               static_cast<unsigned long long>(t.count), static_cast<unsigned long long>(total),
               static_cast<unsigned long long>(count), error * 100);
-  EXPECT_LT(error, 0.05);
+  EXPECT_LT(error, kBlockedTimeTolerance);
+  // Exact. Under heavy load it could be one off: a FUTEX_WAIT woken before it slept returns 0
+  // (the workload counts it, no switch happened), a read() that slept under 1 ms is not counted
+  // by the workload (wl_read_one) but is a block.
   EXPECT_EQ(count, t.count);
 
   // Losses are readable, and nothing was lost in this small recording.
@@ -168,9 +180,11 @@ void check_against_truth(const std::string& workload, const Recording& rec, bool
   EXPECT_EQ(c.missed_wakeups, no_waker_count);
   EXPECT_LE(not_traced, c.kernel_stack_not_traced);
   EXPECT_LE(c.kernel_stack_not_traced, c.late_ends);
-  EXPECT_LE(c.missed_wakeups, 1u);
+  EXPECT_LE(c.missed_wakeups, kMaxBlocksWithoutWaker);
   EXPECT_EQ(rec.recursion_misses, 0u);
   EXPECT_EQ(c.stack_collision[OFFWAKE_KERNEL] + c.stack_map_full[OFFWAKE_KERNEL], 0u);
+  // A recorded wakeup per counted block. No allowance for a missed one here: the process's
+  // other blocks (the waker thread's or process's own sleeps) usually make up for it.
   EXPECT_GE(c.wakeups, t.count);
   if (irq_waker) {
     EXPECT_GE(c.irq_wakeups + c.missed_wakeups, t.count);
@@ -201,7 +215,7 @@ TEST(OffwakeBpf, TimerSleepIsWokenByHardirq) {
 TEST(OffwakeBpf, MinBlockFiltersShortBlocksAndCountsThem) {
   Recording rec;
   LoaderOptions opts;
-  opts.min_block_ns = 50'000'000;  // the workload blocks for ~10 ms
+  opts.min_block_ns = 50'000'000;  // the workload blocks for ~10 ms: 40 ms of oversleep to spare
   ASSERT_NO_FATAL_FAILURE(record("wl_sleep", {"-n", "10", "-m", "10"}, opts, &rec));
   for (const auto& a : rec.aggregates)
     EXPECT_NE(static_cast<int>(a.key.tid), rec.truth.tid) << describe(a.key, a.value);

@@ -1,9 +1,11 @@
 // End to end, as root: Debian's perf 6.1 records a workload that knows its own truth with the
 // scheduler tracepoints (system-wide, and per command with --switch-events), perf offwake
 // convert turns the recording into an off-wake one, and Debian's perf script reads it: the
-// blocked time of the workload's function within 5% of its truth, its waker linked, the same
-// blocked and waker functions as perf offwake record finds. Bad input gives a one-line error
-// and a non-zero exit, never a crash.
+// blocked time of the workload's function within 5% of its truth (kBlockedTimeTolerance,
+// support/tolerances.h), its waker linked (a wakeup perf missed, as it does on this VM for a
+// CPU leaving idle, only as often as convert counted), the same blocked and waker functions
+// as perf offwake record finds. Bad input gives a one-line error and a non-zero exit, never a
+// crash.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +33,8 @@ const std::string kPerTask = kSchedEvents + "--switch-events -g";
 // onto its MMAP2 records while another tool on the system (perf offwake record, say) asks for
 // build ids, and perf 6.1 reads dev/inode as a build id. A few tries; the reader's side of
 // that is in record_codec_test (Mmap2BuildIdBitOverDevInodeIsReadAsDevInode). Recordings
-// that need no build ids are made with -B (--no-buildid), which skips what aborts.
+// that need no build ids are made with -B (--no-buildid), which skips what aborts. Eight tries
+// 200 ms apart: the abort comes from what other tools do at that moment, not from this test.
 RunResult stock_record(const std::string& args) {
   RunResult r;
   for (int attempt = 0; attempt < 8; ++attempt) {

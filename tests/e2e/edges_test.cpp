@@ -11,6 +11,7 @@
 #include "support/blocked_samples.h"
 #include "support/perf_script.h"
 #include "support/run.h"
+#include "support/tolerances.h"
 #include "support/usage_error.h"
 
 namespace offwake::test {
@@ -131,9 +132,12 @@ TEST(Edges, BlocksOpenAtTheStopFollowTheFilters) {
       EXPECT_TRUE(samples[i].has_frame("hrtimer_nanosleep"));
       EXPECT_TRUE(samples[i].has_user_frames()) << "user stack of a task that is not running";
     }
-  // From the sleep's start to the stop: the 0.5 s, less the start-up of sleep itself.
-  EXPECT_GT(ns, 400'000'000u);
-  EXPECT_LT(ns, 550'000'000u);
+  // From the sleep's start to the stop: the 0.5 s, less the start-up of sleep itself (its exec
+  // and dynamic loading, a few milliseconds; up to 100 ms allowed on a loaded machine), plus
+  // up to 50 ms for the stop to take effect after --duration.
+  constexpr uint64_t kLeast = 400'000'000, kMost = 550'000'000;
+  EXPECT_GT(ns, kLeast);
+  EXPECT_LT(ns, kMost);
 
   auto dropped = run(kOffwake + " record --duration 0.5 --min-block 1000000 -o " + data + " -- sleep 3");
   ASSERT_EQ(dropped.status, 143) << dropped.err;
@@ -150,10 +154,14 @@ TEST(Edges, BlocksOpenAtTheStopFollowTheFilters) {
 // behind a SCHED_FIFO thread: with --min-block 1000 it is kept, and its waker was not recorded
 // (lazily, a wakeup before --min-block records nothing): the waker '[woken early]', counted.
 // --eager records every waker, and gives the FIFO thread. Times within 5% of the workload's
-// own. On a loaded machine the FIFO thread's 0.2 ms nap can overrun 1 ms: such a block had
-// reached --min-block when woken, and rightly has its waker thread; so at least 80% of the
-// time, not all of it, must be woken early.
+// own (kBlockedTimeTolerance). On a loaded machine the FIFO thread's 0.2 ms nap can overrun
+// 1 ms: such a block had reached --min-block when woken, and rightly has its waker thread; so
+// at least 80% of the time, and of the blocks, not all, must be woken early (kWokenEarlyShare).
 TEST(Edges, BlocksWokenBeforeMinBlockKeepTheirTimeNotTheirWaker) {
+  constexpr double kWokenEarlyShare = 0.8;
+  // Twenty rounds; fewer than five blocks means the machine was too busy for the test to show
+  // anything, not that the recorder is wrong.
+  constexpr uint64_t kLeastBlocks = 5;
   TempDir dir;
   for (bool eager : {false, true}) {
     SCOPED_TRACE(eager ? "--eager" : "lazy");
@@ -166,7 +174,7 @@ TEST(Edges, BlocksWokenBeforeMinBlockKeepTheirTimeNotTheirWaker) {
     const Truth& t = truths[0];
     // A round in which other load kept the main thread from reaching read() within the 0.2 ms
     // is no block at all, for the workload and the recording alike.
-    ASSERT_GE(t.count, 5u) << rec.out;
+    ASSERT_GE(t.count, kLeastBlocks) << rec.out;
     auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
     ASSERT_EQ(script.status, 0) << script.err;
     auto samples = parse_perf_script(script.out);
@@ -190,10 +198,11 @@ TEST(Edges, BlocksWokenBeforeMinBlockKeepTheirTimeNotTheirWaker) {
     const auto impure_at = rec.out.find("impure rounds=");
     ASSERT_NE(impure_at, std::string::npos) << rec.out;
     const double impure = std::stod(rec.out.substr(rec.out.find("blocked_ns=", impure_at) + 11));
-    EXPECT_LE(static_cast<double>(ns), 1.05 * static_cast<double>(t.blocked_ns) + impure) << rec.out;
-    EXPECT_GE(static_cast<double>(ns), 0.95 * static_cast<double>(t.blocked_ns) - hidden) << rec.out << rec.err;
+    const double truth = static_cast<double>(t.blocked_ns);
+    EXPECT_LE(static_cast<double>(ns), (1 + kBlockedTimeTolerance) * truth + impure) << rec.out;
+    EXPECT_GE(static_cast<double>(ns), (1 - kBlockedTimeTolerance) * truth - hidden) << rec.out << rec.err;
     const std::string expected = eager ? "waker thread" : "[woken early]";
-    EXPECT_GE(static_cast<double>(by_waker[expected]), 0.8 * static_cast<double>(ns));
+    EXPECT_GE(static_cast<double>(by_waker[expected]), kWokenEarlyShare * static_cast<double>(ns));
     // A wakeup the kernel hid (see above) leaves its block without a waker, counted.
     const uint64_t unseen = summary_count(rec.err, " no wakeup seen");
     for (const auto& [waker, waker_ns] : by_waker)
@@ -203,7 +212,7 @@ TEST(Edges, BlocksWokenBeforeMinBlockKeepTheirTimeNotTheirWaker) {
     if (eager)
       EXPECT_EQ(early, 0u) << rec.err;
     else
-      EXPECT_GE(static_cast<double>(early), 0.8 * static_cast<double>(t.count)) << rec.err;
+      EXPECT_GE(static_cast<double>(early), kWokenEarlyShare * static_cast<double>(t.count)) << rec.err;
   }
 }
 
@@ -224,8 +233,9 @@ TEST(Edges, StateDLeavesOutIdleKernelThreadsAndIKeepsThem) {
   };
   std::set<uint32_t> d;
   {
-    // Something that waits in D for sure while the second is recorded: a vfork parent.
-    auto vfork = run("(" + std::string(OFFWAKE_BINARY_DIR) + "/tests/workloads/wl_vfork -n 120 -m 25 >/dev/null &) ");  // 3 s: past the load
+    // Something that waits in D for sure while the second is recorded: a vfork parent. It
+    // runs 3 s (120 waits of 25 ms): past the recorder's load (about a second) and its second.
+    auto vfork = run("(" + std::string(OFFWAKE_BINARY_DIR) + "/tests/workloads/wl_vfork -n 120 -m 25 >/dev/null &) ");
     d = states("--state D");
   }
   ASSERT_FALSE(d.empty()) << "nothing recorded under --state D, not even wl_vfork's waits";
@@ -246,7 +256,8 @@ TEST(Edges, RefusedInputIsOneLine) {
     SCOPED_TRACE(bad);
     expect_usage_error(r, std::string(bad).substr(2, std::string(bad).find(' ') - 2), "record");
   }
-  // A thread id is not a process id: say which process it belongs to.
+  // A thread id is not a process id: say which process it belongs to. The thread lives 3 s
+  // from the moment its id is written (waited for, not guessed); the refusal comes at once.
   auto r = run("python3 -c 'import threading,time,sys\nt=threading.Thread(target=time.sleep,args=(3,))\nt.start()\n"
                "print(t.native_id, flush=True)\nt.join()' > " + dir.file("tid") + " & until [ -s " + dir.file("tid") +
                " ]; do sleep 0.05; done; " + kOffwake +

@@ -30,6 +30,7 @@
 
 #include "support/perf_script.h"
 #include "support/run.h"
+#include "support/tolerances.h"
 
 namespace offwake::test {
 namespace {
@@ -118,12 +119,13 @@ void expect_identity(const ScriptSample& s, const Identity& id) {
   EXPECT_LE(s.time_ns, id.to_ns) << "stamped after the thread stopped being '" << id.comm << "': " << describe(s);
 }
 
-// |recorded - truth| <= 5% of truth + slack.
+// |recorded - truth| <= 5% of truth (kBlockedTimeTolerance) + slack.
 void expect_near_truth(uint64_t recorded, uint64_t truth, uint64_t slack, const std::string& what) {
   ASSERT_GT(truth, 0u) << what;
   double diff = std::abs(static_cast<double>(recorded) - static_cast<double>(truth));
-  EXPECT_LE(diff, 0.05 * truth + slack) << what << ": recorded " << recorded << " ns, truth " << truth
-                                        << " ns, allowance for blocks without a waker " << slack << " ns";
+  EXPECT_LE(diff, kBlockedTimeTolerance * truth + slack)
+      << what << ": recorded " << recorded << " ns, truth " << truth << " ns, allowance for blocks without a waker "
+      << slack << " ns";
 }
 
 bool is_user_leaf(const ScriptSample& s, const std::string& function) {

@@ -11,6 +11,7 @@
 #include "support/perf_script.h"
 #include "support/recording.h"
 #include "support/run.h"
+#include "support/tolerances.h"
 #include "support/usage_error.h"
 
 namespace offwake::test {
@@ -64,7 +65,11 @@ TEST(Report, TableShowsTheBlockedStackItsTimeAndItsWaker) {
         lines[i + 1].find("/" + std::to_string(r.truth.waker_tid) + ":") != std::string::npos)
       waker_seen = true;
   }
-  EXPECT_NEAR(ns, static_cast<double>(r.truth.blocked_ns), 0.05 * static_cast<double>(r.truth.blocked_ns)) << out.out;
+  // The time within 5% (kBlockedTimeTolerance); the count exact (see check_against_truth in
+  // tests/bpf/offwake_bpf_test.cpp for the one way heavy load could make it one off).
+  EXPECT_NEAR(ns, static_cast<double>(r.truth.blocked_ns),
+              kBlockedTimeTolerance * static_cast<double>(r.truth.blocked_ns))
+      << out.out;
   EXPECT_EQ(count, r.truth.count) << out.out;
   EXPECT_TRUE(waker_seen) << "the waker's thread and stack under the row:\n" << out.out;
   EXPECT_NE(out.out.find("# recording counters:"), std::string::npos) << out.out;

@@ -8,6 +8,7 @@
 
 #include "support/perf_script.h"
 #include "support/run.h"
+#include "support/tolerances.h"
 
 namespace offwake::test {
 namespace {
@@ -79,11 +80,13 @@ TEST(Timeline, OneSamplePerBlockWithRealTimestamps) {
   }
   // Each 20 ms wait is a sample of its own. (Only those in the waiting function: the same
   // thread also waits in pthread_join at the end, for a time that depends on the moment.)
+  // Exact (see check_against_truth in tests/bpf/offwake_bpf_test.cpp for the one way heavy
+  // load could make it one off); the time within 5% (kBlockedTimeTolerance).
   auto r = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
   for (const auto& s : parse_perf_script(r.out))
     if (s.event == "offwake-time" && s.tid == truth[0].tid && s.has_frame(truth[0].function)) ++waiter_blocks;
   EXPECT_EQ(waiter_blocks, truth[0].count);
-  EXPECT_LT(rel(waiter_ns(data, truth[0]), truth[0].blocked_ns), 0.05);
+  EXPECT_LT(rel(waiter_ns(data, truth[0]), truth[0].blocked_ns), kBlockedTimeTolerance);
 }
 
 TEST(Timeline, SumsMatchAggregatedMode) {
@@ -96,9 +99,12 @@ TEST(Timeline, SumsMatchAggregatedMode) {
   ASSERT_EQ(ta.size(), 1u);
   ASSERT_EQ(tt.size(), 1u);
   uint64_t a = waiter_ns(dir.file("agg.data"), ta[0]), t = waiter_ns(dir.file("tl.data"), tt[0]);
-  EXPECT_LT(rel(a, ta[0].blocked_ns), 0.05) << a;
-  EXPECT_LT(rel(t, tt[0].blocked_ns), 0.05) << t;
-  EXPECT_LT(rel(t, a), 0.05) << "timeline " << t << " aggregated " << a;
+  EXPECT_LT(rel(a, ta[0].blocked_ns), kBlockedTimeTolerance) << a;
+  EXPECT_LT(rel(t, tt[0].blocked_ns), kBlockedTimeTolerance) << t;
+  // Two runs compared directly, though their truths differ too, by how much each oversleeps
+  // (a few % apart on a busy machine: BackendEquivalence and the BPF test
+  // OffwakeTimeline.AgreesWithAggregatedMode compare shares of each run's truth instead).
+  EXPECT_LT(rel(t, a), kBlockedTimeTolerance) << "timeline " << t << " aggregated " << a;
 }
 
 TEST(Timeline, BlockFiltersApplyPerEvent) {

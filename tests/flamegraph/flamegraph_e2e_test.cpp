@@ -12,6 +12,7 @@
 #include "flamegraph/svg_doc.h"
 #include "support/perf_script.h"
 #include "support/run.h"
+#include "support/tolerances.h"
 
 namespace offwake::test {
 namespace {
@@ -23,9 +24,12 @@ bool has(const std::vector<std::string>& path, const std::string& name) {
   return std::find(path.begin(), path.end(), name) != path.end();
 }
 
+// Within 5% (kBlockedTimeTolerance, support/tolerances.h). A width is a share of the graph:
+// the time's error, plus pixel rounding far below 1%.
 void expect_within_5_percent(double measured, double truth, const std::string& what) {
   ASSERT_GT(truth, 0) << what;
-  EXPECT_LT(std::abs(measured - truth) / truth, 0.05) << what << ": " << measured << " against " << truth;
+  EXPECT_LT(std::abs(measured - truth) / truth, kBlockedTimeTolerance)
+      << what << ": " << measured << " against " << truth;
 }
 
 TEST(FlamegraphE2e, PipeWorkloadWidthsFollowTheMeasuredBlockedTime) {

@@ -333,7 +333,11 @@ std::vector<FlameStack> large_profile(size_t n) {
   return stacks;
 }
 
+// A wall-clock budget, not a measure: the whole test takes about 2 s here (render time is kept
+// as the property render_ms); 3 s for the rendering alone leaves room for a loaded machine and
+// still fails a renderer that went quadratic.
 TEST(FlameGraphSvg, LargeProfileRendersQuickly) {
+  constexpr double kRenderBudgetSeconds = 3.0;
   const auto stacks = large_profile(100000);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string svg = report::render_flamegraph_svg(stacks, {});
@@ -341,7 +345,7 @@ TEST(FlameGraphSvg, LargeProfileRendersQuickly) {
   printf("rendered %zu stacks in %.3f s: %.1f MB, %zu frames\n", stacks.size(), seconds, svg.size() / 1048576.0,
          count(svg, "<g class=\"f\""));
   ::testing::Test::RecordProperty("render_ms", static_cast<int>(seconds * 1000));
-  EXPECT_LT(seconds, 3.0);
+  EXPECT_LT(seconds, kRenderBudgetSeconds);
   EXPECT_LT(svg.size(), 40u << 20) << "narrow frames are left out";
   TempDir dir;
   std::ofstream(dir.file("large.svg"), std::ios::binary) << svg;

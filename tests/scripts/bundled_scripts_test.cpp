@@ -13,6 +13,7 @@
 #include "support/perf_script.h"
 #include "support/recording.h"
 #include "support/run.h"
+#include "support/tolerances.h"
 
 namespace offwake::test {
 namespace {
@@ -51,10 +52,11 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+// Within 5% (kBlockedTimeTolerance, support/tolerances.h).
 void expect_within_5_percent(double recorded, uint64_t truth) {
   ASSERT_GT(truth, 0u);
   double err = std::abs(recorded - static_cast<double>(truth)) / truth;
-  EXPECT_LT(err, 0.05) << "recorded " << recorded << " ns, truth " << truth << " ns";
+  EXPECT_LT(err, kBlockedTimeTolerance) << "recorded " << recorded << " ns, truth " << truth << " ns";
 }
 
 // One line of offwake-collapse output: "target;frames;--;waker frames;waker_comm N".
@@ -173,10 +175,11 @@ TEST_P(Workload, TopNamesBlockingFunctionTimeAndWaker) {
     const double recorded = std::stod(value) * kUnit.at(unit);
     const double late = static_cast<double>(blocks_ended_late(r_->record.err)) *
                         static_cast<double>(r_->truth.blocked_ns) / static_cast<double>(std::max<uint64_t>(r_->truth.count, 1));
-    if (late == 0 || recorded > 0.95 * static_cast<double>(r_->truth.blocked_ns))
+    const double least = (1 - kBlockedTimeTolerance) * static_cast<double>(r_->truth.blocked_ns);
+    if (late == 0 || recorded > least)
       expect_within_5_percent(recorded, r_->truth.blocked_ns);
     else
-      EXPECT_GE(recorded, 0.95 * static_cast<double>(r_->truth.blocked_ns) - late) << r_->record.err;
+      EXPECT_GE(recorded, least - late) << r_->record.err;
     ASSERT_LT(i + 1, lines.size());
     EXPECT_NE(lines[i + 1].find("woken by"), std::string::npos) << lines[i + 1];
     EXPECT_NE(lines[i + 1].find(r_->truth.waker_function), std::string::npos) << res.out;

@@ -13,6 +13,7 @@
 
 #include "support/perf_script.h"
 #include "support/run.h"
+#include "support/tolerances.h"
 
 namespace offwake::test {
 
@@ -55,7 +56,8 @@ struct Blocked {
 // The blocked samples of the truth's thread in its named function, each with the waker sample
 // that must follow it. A wakeup the kernel never traced leaves a "[no waker seen]" waker:
 // accepted at most `missed_wakeups` times (the count the recording's summary printed, see
-// blocks_without_waker()), never silently.
+// blocks_without_waker()), never silently. On this VM sched_waking now and then does not fire
+// on a CPU leaving idle (perf's tracepoints miss the same events); none in most recordings.
 inline Blocked blocked_in(const std::vector<ScriptSample>& samples, const Truth& t,
                           uint64_t missed_wakeups = std::numeric_limits<uint64_t>::max()) {
   Blocked b;
@@ -74,12 +76,14 @@ inline Blocked blocked_in(const std::vector<ScriptSample>& samples, const Truth&
   return b;
 }
 
-// The workloads time their own blocking: the recording must agree within 5%.
+// The workloads time their own blocking: the recording must agree within 5%
+// (kBlockedTimeTolerance, support/tolerances.h: what the workload's clock sees and the
+// recorder rightly does not). The error is kept as a test property, to watch the margin.
 inline void expect_within_5_percent(uint64_t recorded, uint64_t truth, const std::string& what = "") {
   ASSERT_GT(truth, 0u);
   const double err = std::abs(static_cast<double>(recorded) - static_cast<double>(truth)) / static_cast<double>(truth);
-  EXPECT_LT(err, 0.05) << what << (what.empty() ? "" : ": ") << "recorded " << recorded << " ns, truth " << truth
-                       << " ns";
+  EXPECT_LT(err, kBlockedTimeTolerance) << what << (what.empty() ? "" : ": ") << "recorded " << recorded
+                                        << " ns, truth " << truth << " ns";
   ::testing::Test::RecordProperty("relative_error_ppm", static_cast<int>(err * 1e6));
 }
 

@@ -66,9 +66,15 @@ static inline __attribute__((always_inline)) uint64_t wl_block_ms(long ms)
 	return wl_now_ns() - t0;
 }
 
+/* A read() that returns within 1 ms found its byte there, or as good as there: not a block the
+ * writer caused (those last 5 ms or more here). The recorder still sees such a block if the
+ * reader did sleep: under heavy load, a reader late by nearly the writer's whole pause makes
+ * the recording one block and under 1 ms longer than the truth. */
+#define WL_READ_BLOCK_MIN_NS 1000000ull
+
 /* Reads one byte from fd, the read() issued inline (so the caller is the user leaf); returns
- * the time blocked if it slept, 0 if the byte was already there (under 1 ms: not a block the
- * writer caused), counting blocks in *blocks. Exits 2 if the read fails. */
+ * the time blocked if it slept, 0 if the byte was already there (under WL_READ_BLOCK_MIN_NS),
+ * counting blocks in *blocks. Exits 2 if the read fails. */
 static inline __attribute__((always_inline)) uint64_t wl_read_one(int fd, long *blocks)
 {
 	char c;
@@ -78,13 +84,16 @@ static inline __attribute__((always_inline)) uint64_t wl_read_one(int fd, long *
 
 	if (r != 1)
 		exit(2);
-	if (t1 - t0 < 1000000ull)
+	if (t1 - t0 < WL_READ_BLOCK_MIN_NS)
 		return 0;
 	++*blocks;
 	return t1 - t0;
 }
 
-/* A plain sleep for the waking side; its stack does not matter. */
+/* A plain sleep for the waking side; its stack does not matter. The wakers pause before each
+ * wakeup so that the other side is asleep by then ("by now" in the workloads). When load makes
+ * that side late, the wakeup comes first: no block for the workload (FUTEX_WAIT returns
+ * EAGAIN, the byte is already there) nor for the recorder; the truth is shorter, still true. */
 static inline void wl_pause_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
