@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Long runs of a system-wide `perf offwake record`, as documented checks (issue 13, item 6).
 
-  scripts/long-run.py steady BUILD_DIR [--seconds 600] [--out DIR]
+  scripts/long-run.py steady BUILD_DIR [--seconds 600] [--out DIR] [--record-args "--map-size N"]
       A system-wide record for SECONDS under steady load: a pipe ping-pong between two
       processes (bench_pipe) and a churn of short-lived processes (one every 20 ms), both at
       nice 19, and a truth workload (wl_pipe, one 100 ms block at a time) that times its own
@@ -10,7 +10,7 @@
       counted, and the truth workload's recorded blocked time against its own: anything lost
       that the recorder did not count would show up there.
 
-  scripts/long-run.py storm BUILD_DIR [--processes 2500] [--threads 2500] [--out DIR]
+  scripts/long-run.py storm BUILD_DIR [--processes 2500] [--threads 2500] [--out DIR] [--record-args ...]
       A system-wide record during a storm of short-lived processes and threads
       (tests/e2e/fork_storm: each blocks once for 5 ms in its own function, then exits). Prints
       how many of them the recording has, and what share of their user frames Debian's
@@ -59,26 +59,29 @@ def start_recorder(build, out, extra):
     return rec
 
 
-def folded_ns(build, data, tid, function):
+def thread_blocked_ns(build, data, tid):
+    """All the blocked time of thread `tid` in the recording (perf offwake report --folded)."""
     binary = os.path.join(build, "perf-plugin", "perf-offwake")
     r = subprocess.run([binary, "report", "-i", data, "--folded", "--tid", str(tid)], capture_output=True,
                        text=True, check=True)
-    total = 0
-    for line in r.stdout.splitlines():
-        stack, _, weight = line.rpartition(" ")
-        blocked = stack.split(";--;")[0]
-        if function in blocked.split(";"):
-            total += int(weight)
-    return total
+    return sum(int(line.rpartition(" ")[2]) for line in r.stdout.splitlines() if line.strip())
+
+
+def private_copy(path, out):
+    """The workloads run from a copy: a rebuild during the run must not change the binary that
+    the recording's symbols are read from."""
+    dest = os.path.join(out, os.path.basename(path))
+    subprocess.run(["cp", path, dest], check=True)
+    return dest
 
 
 def steady(args):
     build, out = args.build, args.out
     data = os.path.join(out, "steady.data")
-    bench_pipe = os.path.join(build, "tests", "bench", "bench_pipe")
-    wl_pipe = os.path.join(build, "tests", "workloads", "wl_pipe")
+    bench_pipe = private_copy(os.path.join(build, "tests", "bench", "bench_pipe"), out)
+    wl_pipe = private_copy(os.path.join(build, "tests", "workloads", "wl_pipe"), out)
     print(f"long-run steady: system-wide record for {args.seconds} s into {data}", flush=True)
-    rec = start_recorder(build, data, ["--duration", str(args.seconds)])
+    rec = start_recorder(build, data, ["--duration", str(args.seconds)] + args.record_args.split())
     t0 = time.time()
     # The load runs at nice 19: it takes the CPU time nothing else wants, steadily, and leaves
     # the rest of the machine (another test run, say) its timing.
@@ -110,7 +113,8 @@ def steady(args):
     if not m:
         sys.exit(f"long-run steady: no truth line from wl_pipe: {truth_out!r}")
     tid, function, truth_ns, count = int(m[1]), m[2], int(m[3]), int(m[4])
-    recorded = folded_ns(build, data, tid, function)
+    # The truth thread (wl_pipe's child) blocks only in its read: all its blocked time counts.
+    recorded = thread_blocked_ns(build, data, tid)
     error = (recorded - truth_ns) / truth_ns
     # RSS: the first sample after 10% of the run (BPF loaded, /proc synthesized) against the last.
     settled = [s for s in samples if s[0] >= args.seconds * 0.1] or samples
@@ -134,10 +138,10 @@ def steady(args):
 def storm(args):
     build, out = args.build, args.out
     data = os.path.join(out, "storm.data")
-    fork_storm = os.path.join(build, "tests", "e2e", "fork_storm")
+    fork_storm = private_copy(os.path.join(build, "tests", "e2e", "fork_storm"), out)
     print(f"long-run storm: {args.processes} processes and {args.threads} threads during a system-wide record",
           flush=True)
-    rec = start_recorder(build, data, [])
+    rec = start_recorder(build, data, args.record_args.split())
     r = subprocess.run([fork_storm, "-n", str(args.processes), "-t", str(args.threads), "-b", "100"],
                        capture_output=True, text=True)
     storm_pid_line = r.stdout.strip()
@@ -196,6 +200,8 @@ def main():
     t.add_argument("--processes", type=int, default=2500)
     t.add_argument("--threads", type=int, default=2500)
     t.add_argument("--out")
+    for p in (s, t):
+        p.add_argument("--record-args", default="", help="more options for perf offwake record")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("long-run: run as root (BPF and perf events)")
