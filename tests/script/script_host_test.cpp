@@ -21,7 +21,7 @@ class ScriptHost : public ::testing::Test {
   // is kept, and each test fails on it in SetUp().
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    record_ = run(kOffwake + " record -q -o " + data() + " -- " + kWorkloads + "wl_pipe -n 10");
+    record_ = run(kOffwake + " record -o " + data() + " -- " + kWorkloads + "wl_pipe -n 10");
     truth_ = parse_truth(record_.out);
   }
   void SetUp() override { ASSERT_EQ(record_.status, 0) << "the suite's recording failed: " << record_.err; }
@@ -72,13 +72,14 @@ def process_event(d):
     w = d["waker"]
     names = [f.get("sym", {}).get("name", "?") for f in w["callchain"]]
     mine = [f.get("sym", {}).get("name", "?") for f in d["callchain"]]
-    print(d["sample"]["tid"], d["state"], d["count"], d["sample"]["period"], w["tid"], w["comm"], w["context"],
+    print(d["sample"]["tid"], d["state"], d["count"], d["sample"]["period"], w["tid"], w["comm"].replace(" ", "_"),
+          w["context"],
           "wl_wait_for_message" in mine, "wl_send_message" in names)
 )");
   auto r = run(kOffwake + " script -i " + data() + " -s " + s);
   ASSERT_EQ(r.status, 0) << r.err;
   std::istringstream in(r.out);
-  uint64_t count = 0, ns = 0;
+  uint64_t count = 0, ns = 0, unseen = 0;
   for (std::string line; std::getline(in, line);) {
     std::istringstream f(line);
     uint64_t tid, c, period, waker_tid;
@@ -88,14 +89,19 @@ def process_event(d):
     count += c;
     ns += period;
     EXPECT_EQ(state, "S");
+    if (comm == "[no_waker_seen]") {  // a wakeup the kernel did not trace: counted, below
+      ++unseen;
+      continue;
+    }
     EXPECT_EQ(waker_tid, t.waker_tid);
     EXPECT_EQ(context, "thread");
     EXPECT_EQ(in_waker, "True") << line;
   }
   // The count exact (see check_against_truth in tests/bpf/offwake_bpf_test.cpp for the one way
   // heavy load could make it one off), the time within 5% (kBlockedTimeTolerance). Every waker
-  // must be the parent: no allowance here for a wakeup the kernel did not trace (the recording
-  // is made with -q, so its count of them is not printed).
+  // is the parent, but for wakeups the kernel did not trace, as many as the summary counted
+  // (about one recording in twenty has one).
+  EXPECT_LE(unseen, blocks_without_waker(record_.err)) << record_.err;
   EXPECT_EQ(count, t.count) << r.out;
   EXPECT_LT(std::abs(static_cast<double>(ns) - t.blocked_ns) / t.blocked_ns, kBlockedTimeTolerance);
 }
