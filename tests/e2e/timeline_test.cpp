@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <sstream>
 
 #include "support/perf_script.h"
@@ -101,10 +103,12 @@ TEST(Timeline, SumsMatchAggregatedMode) {
   uint64_t a = waiter_ns(dir.file("agg.data"), ta[0]), t = waiter_ns(dir.file("tl.data"), tt[0]);
   EXPECT_LT(rel(a, ta[0].blocked_ns), kBlockedTimeTolerance) << a;
   EXPECT_LT(rel(t, tt[0].blocked_ns), kBlockedTimeTolerance) << t;
-  // Two runs compared directly, though their truths differ too, by how much each oversleeps
-  // (a few % apart on a busy machine: BackendEquivalence and the BPF test
-  // OffwakeTimeline.AgreesWithAggregatedMode compare shares of each run's truth instead).
-  EXPECT_LT(rel(t, a), kBlockedTimeTolerance) << "timeline " << t << " aggregated " << a;
+  // The two modes agree: each run's share of its own truth, within 5 points. The raw totals
+  // differ by how much each run oversleeps (10.6% apart in a soak run beside a CPU-bound load).
+  const double share_a = static_cast<double>(a) / static_cast<double>(ta[0].blocked_ns);
+  const double share_t = static_cast<double>(t) / static_cast<double>(tt[0].blocked_ns);
+  EXPECT_LT(std::abs(share_t - share_a), kBlockedTimeTolerance) << "timeline " << t << " of " << tt[0].blocked_ns
+                                                                << ", aggregated " << a << " of " << ta[0].blocked_ns;
 }
 
 TEST(Timeline, BlockFiltersApplyPerEvent) {
