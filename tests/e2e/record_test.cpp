@@ -560,8 +560,10 @@ TEST(Record, TwoPidsRecordBoth) {
 // Without -o, a pipe on stdout gets the stream (the command's own output goes to stderr).
 // Three 10 ms sleeps: within 5% leaves 1.5 ms for what the workload's clock sees and the
 // recorder does not (support/tolerances.h).
+// 200 ms of truth: within 5% leaves 10 ms for a preemption on the way into a sleep (30 ms of
+// truth left 1.5 ms, less than one time slice of a busy machine).
 TEST(Record, PipeOnStdoutIsPipeMode) {
-  auto r = run(kOffwake + " record -q -- " + kWorkloads + "wl_sleep -n 3 -m 10 | perf script " +
+  auto r = run(kOffwake + " record -q -- " + kWorkloads + "wl_sleep -n 10 -m 20 | perf script " +
                kPerfScriptFields + " -i -");
   ASSERT_EQ(r.status, 0) << r.err;
   auto truth = parse_truth(r.err);
@@ -580,7 +582,7 @@ TEST(Record, PipeOnStdoutIsPipeMode) {
 // with the softirq's kernel stack, never the task the softirq interrupted.
 TEST(Record, SoftirqWakerIsNamedSo) {
   TempDir dir;
-  auto r = record(dir, "-- " + kWorkloads + "wl_udp -n 5 -m 20");
+  auto r = record(dir, "-- " + kWorkloads + "wl_udp -n 10 -m 20");
   expect_clean(r);
   ASSERT_EQ(r.truth.size(), 1u);
   Blocked b = blocked_in(r.samples, r.truth[0], blocks_without_waker(r.record.err));
