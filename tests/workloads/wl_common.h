@@ -174,4 +174,21 @@ static inline void wl_parse_args(int argc, char **argv, long *count, long *ms)
 	}
 }
 
+/* main() of a workload that sleeps COUNT times for MS milliseconds in `sleep_for` (which
+ * returns the time it blocked) and is woken by the timer interrupt. Inlined: no frame of its
+ * own between main and `sleep_for`. */
+static inline __attribute__((always_inline)) int wl_timer_sleeps_main(int argc, char **argv,
+								  uint64_t (*sleep_for)(long ms),
+								  const char *name)
+{
+	long count = 20, ms = 20, i;
+	uint64_t blocked = 0;
+
+	wl_parse_args(argc, argv, &count, &ms);
+	for (i = 0; i < count; i++)
+		blocked += sleep_for(ms);
+	wl_print_truth(wl_gettid(), name, blocked, count, 0, "[hardirq]");
+	return 0;
+}
+
 #endif /* WL_COMMON_H */

@@ -16,12 +16,5 @@ WL_NOINLINE uint64_t wl_sleep_for(long ms)
 
 int main(int argc, char **argv)
 {
-	long count = 20, ms = 20, i;
-	uint64_t blocked = 0;
-
-	wl_parse_args(argc, argv, &count, &ms);
-	for (i = 0; i < count; i++)
-		blocked += wl_sleep_for(ms);
-	wl_print_truth(wl_gettid(), "wl_sleep_for", blocked, count, 0, "[hardirq]");
-	return 0;
+	return wl_timer_sleeps_main(argc, argv, wl_sleep_for, "wl_sleep_for");
 }
