@@ -15,34 +15,10 @@
 namespace offwake {
 namespace {
 
-// Hands the script every sample as perf script does, the off-wake keys added to each
-// offwake-time sample from the offwake-waker (and offwake-hop-*) samples that follow it.
-class ScriptVisitor : public report::SampleVisitor {
- public:
-  ScriptVisitor(script::ScriptHost& host, symbolize::Symbolizer& symbolizer) : host_(host), dicts_(symbolizer) {}
-
-  Status offwake(const perfdata::EventDesc& e, const perfdata::SampleRecord& blocked,
-                 const report::OffwakeGroup& group) override {
-    auto dict = dicts_.build(e, blocked);
-    if (!dict) return dict.error();
-    OFFWAKE_TRY(dicts_.add_offwake(dict->get(), blocked, group));
-    return host_.process_event(std::move(dict).value());
-  }
-  Status sample(const perfdata::EventDesc& e, const perfdata::SampleRecord& s) override {
-    auto dict = dicts_.build(e, s);
-    if (!dict) return dict.error();
-    return host_.process_event(std::move(dict).value());
-  }
-
- private:
-  script::ScriptHost& host_;
-  script::SampleDicts dicts_;
-};
-
 Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host) {
   symbolize::Symbolizer symbolizer;
   report::SampleStream stream(reader, symbolizer);
-  ScriptVisitor visitor(host, symbolizer);
+  script::DictVisitor visitor(symbolizer, [&](script::PyRef dict) { return host.process_event(std::move(dict)); });
   OFFWAKE_TRY(host.trace_begin());
   OFFWAKE_TRY(stream.run(visitor));
   return host.trace_end();

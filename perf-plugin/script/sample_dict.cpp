@@ -172,4 +172,18 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
   return ok_status();
 }
 
+Status DictVisitor::offwake(const perfdata::EventDesc& event, const perfdata::SampleRecord& blocked,
+                            const report::OffwakeGroup& group) {
+  auto dict = dicts_.build(event, blocked);
+  if (!dict) return dict.error();
+  OFFWAKE_TRY(dicts_.add_offwake(dict->get(), blocked, group));
+  return consume_(std::move(dict).value());
+}
+
+Status DictVisitor::sample(const perfdata::EventDesc& event, const perfdata::SampleRecord& s) {
+  auto dict = dicts_.build(event, s);
+  if (!dict) return dict.error();
+  return consume_(std::move(dict).value());
+}
+
 }  // namespace offwake::script

@@ -3,6 +3,8 @@
 // 'count', 'max_ns', and in a recording with wakeup chains 'chain' (its hops) and 'chain_end'.
 #pragma once
 
+#include <functional>
+
 #include "perfdata/records.h"
 #include "report/sample_stream.h"
 #include "script/python_host.h"
@@ -40,6 +42,23 @@ class SampleDicts {
   void add_thread(PyObject* d, const perfdata::SampleRecord& s);
 
   symbolize::Symbolizer& sym_;
+};
+
+// Hands every sample of a SampleStream on as its param_dict, in the stream's order, the
+// off-wake keys added to each offwake-time sample from the samples that follow it: what perf
+// offwake script gives its process_event() handler (and the fuzz target checks).
+class DictVisitor : public report::SampleVisitor {
+ public:
+  using Consumer = std::function<Status(PyRef dict)>;
+  DictVisitor(symbolize::Symbolizer& symbolizer, Consumer consume) : dicts_(symbolizer), consume_(std::move(consume)) {}
+
+  Status offwake(const perfdata::EventDesc& event, const perfdata::SampleRecord& blocked,
+                 const report::OffwakeGroup& group) override;
+  Status sample(const perfdata::EventDesc& event, const perfdata::SampleRecord& s) override;
+
+ private:
+  SampleDicts dicts_;
+  Consumer consume_;
 };
 
 }  // namespace offwake::script

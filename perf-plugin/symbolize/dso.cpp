@@ -132,8 +132,8 @@ std::string build_id_cache_dir() {
   return std::string(home && *home ? home : "/root") + "/.debug";
 }
 
-Dso::Dso(std::string name, perfdata::BuildId build_id, DsoKind kind)
-    : name_(std::move(name)), build_id_(build_id), kind_(kind) {}
+Dso::Dso(std::string name, perfdata::BuildId build_id, DsoKind kind, std::string kallsyms)
+    : name_(std::move(name)), build_id_(build_id), kind_(kind), kallsyms_(std::move(kallsyms)) {}
 
 DsoState Dso::state() {
   if (state_ == DsoState::kUnloaded) load();
@@ -166,6 +166,9 @@ void Dso::load_elf() {
   bool mismatch = false;
   for (const std::string& path : candidates(name_, build_id_)) {
     if (symtab >= 0 && runtime >= 0) break;
+    // Only regular files: the recording names them, and opening a FIFO it names would wait
+    // for a writer forever.
+    if (!is_regular_file(path)) continue;
     auto f = ElfSymbolFile::open(path);
     if (!f) continue;
     if (!build_id_.empty() && !(f->build_id() == build_id_)) {
@@ -192,9 +195,9 @@ void Dso::load_elf() {
 }
 
 void Dso::load_kernel() {
-  // /proc/kallsyms only describes the running kernel: a recording of another kernel needs
+  // kallsyms only describes the running kernel: a recording of another kernel needs
   // the copy perf keeps in its build-id cache.
-  std::string path = "/proc/kallsyms";
+  std::string path = kallsyms_;
   if (!build_id_.empty() && !(build_id_ == kernel_build_id())) {
     path = build_id_cache_dir() + "/[kernel.kallsyms]/" + build_id_.hex() + "/kallsyms";
     if (!is_regular_file(path)) {
@@ -208,6 +211,7 @@ void Dso::load_kernel() {
 }
 
 void Dso::load_perf_map() {
+  if (!is_regular_file(name_)) return;
   std::ifstream in(name_);
   if (!in) return;
   std::string line;

@@ -22,7 +22,9 @@ enum class DsoState : uint8_t { kUnloaded, kLoaded, kMissing, kBuildIdMismatch }
 
 class Dso {
  public:
-  Dso(std::string name, perfdata::BuildId build_id, DsoKind kind);
+  // `kallsyms`: for the kernel, the symbols of the running kernel (a file in /proc/kallsyms
+  // format); a recording of another kernel reads the build-id cache's copy instead.
+  Dso(std::string name, perfdata::BuildId build_id, DsoKind kind, std::string kallsyms = "/proc/kallsyms");
 
   const std::string& name() const { return name_; }
   const perfdata::BuildId& build_id() const { return build_id_; }
@@ -44,6 +46,7 @@ class Dso {
   std::string name_;
   perfdata::BuildId build_id_;
   DsoKind kind_;
+  std::string kallsyms_;
   DsoState state_ = DsoState::kUnloaded;
   std::string source_;
   SymbolTable table_;

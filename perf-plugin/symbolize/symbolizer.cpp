@@ -62,6 +62,7 @@ void add(Symbolizer::Stats& to, const Symbolizer::Stats& d) {
 }  // namespace
 
 struct Symbolizer::Impl {
+  SymbolizerOptions options;
   std::map<std::string, perfdata::BuildId> build_ids;     // by file name, from the header
   std::map<std::string, std::unique_ptr<Dso>> dsos;       // by name + '\0' + build id
   std::unordered_map<uint32_t, Process> processes;
@@ -74,7 +75,7 @@ struct Symbolizer::Impl {
     key.push_back('\0');
     key += id.hex();
     auto& d = dsos[key];
-    if (!d) d = std::make_unique<Dso>(name, id, kind);
+    if (!d) d = std::make_unique<Dso>(name, id, kind, options.kallsyms);
     return d.get();
   }
 
@@ -168,7 +169,10 @@ struct Symbolizer::Impl {
   }
 };
 
-Symbolizer::Symbolizer() : impl_(std::make_unique<Impl>()) {}
+Symbolizer::Symbolizer() : Symbolizer(SymbolizerOptions{}) {}
+Symbolizer::Symbolizer(SymbolizerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+}
 Symbolizer::~Symbolizer() = default;
 Symbolizer::Symbolizer(Symbolizer&&) noexcept = default;
 Symbolizer& Symbolizer::operator=(Symbolizer&&) noexcept = default;

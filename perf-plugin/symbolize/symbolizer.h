@@ -45,9 +45,16 @@ struct ResolvedFrame {
   bool mapped = false;
 };
 
+struct SymbolizerOptions {
+  // The running kernel's symbols. The fuzz target gives a small file of its own: reading the
+  // real one for every input would leave no time to fuzz.
+  std::string kallsyms = "/proc/kallsyms";
+};
+
 class Symbolizer {
  public:
   Symbolizer();
+  explicit Symbolizer(SymbolizerOptions options);
   ~Symbolizer();
   Symbolizer(Symbolizer&&) noexcept;
   Symbolizer& operator=(Symbolizer&&) noexcept;

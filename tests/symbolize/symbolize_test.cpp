@@ -3,13 +3,18 @@
 // symbols in /proc/kallsyms, the thread model (COMM, FORK, EXIT), and honesty when a binary
 // is gone or replaced.
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "support/run.h"
 #include "symbolize/symbol_table.h"
@@ -312,6 +317,40 @@ TEST(Symbolizer, GoneOrReplacedFileIsUnknownNeverWrong) {
     EXPECT_TRUE(f.mapped);
     EXPECT_EQ(s.stats().missing_file, 1u);
   }
+}
+
+// A recording may name anything: a FIFO it names is not opened (opening one waits for a writer,
+// and perf offwake script hung on such a file). A watchdog plays the writer if a reader waits,
+// so that a regression fails here instead of hanging.
+TEST(Symbolizer, NamesThatAreNotRegularFilesAreNotOpened) {
+  test::TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
+  std::atomic<bool> done{false}, reader_waited{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 100 && !done; ++i) {
+      int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // ENXIO while nobody reads
+      if (fd >= 0) {
+        reader_waited = true;
+        close(fd);
+      }
+      usleep(50'000);
+    }
+  });
+  Mmap2Record m;
+  m.pid = m.tid = 3;
+  m.start = 0x400000;
+  m.len = 0x1000;
+  m.filename = fifo;
+  Symbolizer s;
+  s.observe(m);
+  auto f = s.resolve(3, 0x400010, FrameContext::kUser);
+  done = true;
+  watchdog.join();
+  EXPECT_FALSE(reader_waited) << "the symbolizer opened the FIFO " << fifo;
+  EXPECT_EQ(f.sym, nullptr);
+  EXPECT_EQ(f.dso, fifo);
+  EXPECT_EQ(s.stats().missing_file, 1u);
 }
 
 TEST(Symbolizer, ResolveCachedCountsEveryUseAndForgetsOnNewMaps) {
