@@ -115,6 +115,9 @@ bool load_kallsyms(const std::string& path, SymbolTable& table) {
     if (up != 'T' && up != 'W' && up != 'D' && up != 'B') continue;
     std::string name = line.substr(sp + 3);
     if (name.empty() || name[0] == '$') continue;
+    // BPF programs: they come and go as programs load, so /proc/kallsyms when a recording is
+    // read names whatever runs then. perf names them only from PERF_RECORD_KSYMBOL records.
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, "\t[bpf]") == 0) continue;
     uint64_t addr = std::strtoull(line.c_str(), nullptr, 16);
     any_address |= addr != 0;
     table.add(std::move(name), addr, 0, kallsyms_binding(type));
