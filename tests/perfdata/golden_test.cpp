@@ -11,6 +11,7 @@
 
 #include "fixtures.h"
 #include "perfdata/reader.h"
+#include "support/golden_file.h"
 #include "support/run.h"
 
 namespace offwake::perfdata {
@@ -18,32 +19,7 @@ namespace {
 
 const std::string kPerfdataDir = OFFWAKE_SOURCE_DIR "/tests/perfdata";
 
-bool regenerating() {
-  const char* v = std::getenv("OFFWAKE_REGENERATE_GOLDEN");
-  return v && std::string(v) == "1";
-}
-
-// Compares `produced` with the file at `path`, or rewrites the file when regenerating.
-void check_golden(const std::string& path, const Bytes& produced) {
-  ASSERT_FALSE(produced.empty());
-  if (regenerating()) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(produced.data()), static_cast<std::streamsize>(produced.size()));
-    ASSERT_TRUE(out.good()) << "writing " << path;
-    std::cout << "regenerated " << path << " (" << produced.size() << " bytes)\n";
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in.good()) << path << " is missing; run this test with OFFWAKE_REGENERATE_GOLDEN=1";
-  Bytes golden((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (golden == produced) return;
-  size_t i = 0;
-  while (i < golden.size() && i < produced.size() && golden[i] == produced[i]) ++i;
-  ADD_FAILURE() << path << " differs from the writer's output at byte " << i << " (golden "
-                << golden.size() << " bytes, writer " << produced.size()
-                << " bytes). If the change is intended, rerun with OFFWAKE_REGENERATE_GOLDEN=1 and "
-                   "review the diff.";
-}
+using offwake::test::check_golden;
 
 TEST(Golden, PipeModeStream) {
   Bytes produced = test::write_to_memory(Mode::kPipe, test::two_events(), test::every_record());

@@ -17,6 +17,7 @@
 #include "support/stack_table.h"
 #include "../perfdata/fixtures.h"
 #include "record/aggregate_samples.h"
+#include "support/golden_file.h"
 #include "support/run.h"
 
 namespace offwake {
@@ -81,20 +82,8 @@ TEST(AggregateSamplesGolden, DepthOneSamplesAreThoseOfBeforeChains) {
     for (auto& s : convert.convert(a, 1)) records.push_back(s);
   const perfdata::Bytes produced =
       perfdata::test::write_to_memory(perfdata::Mode::kPipe, offwake_events(ids), records);
-  ASSERT_FALSE(produced.empty());
-
-  const std::string path = OFFWAKE_SOURCE_DIR "/tests/record/golden/depth1_samples.data";
-  const char* regen = std::getenv("OFFWAKE_REGENERATE_GOLDEN");
-  if (regen && std::string(regen) == "1") {
-    std::ofstream(path, std::ios::binary | std::ios::trunc)
-        .write(reinterpret_cast<const char*>(produced.data()), static_cast<std::streamsize>(produced.size()));
-    std::cout << "regenerated " << path << "\n";
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in.good()) << path;
-  perfdata::Bytes golden((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(golden.size(), produced.size());
-  EXPECT_TRUE(golden == produced) << "depth-1 samples differ from those of before chains";
+  // A difference means depth-1 samples are no longer those of before chains.
+  test::check_golden(OFFWAKE_SOURCE_DIR "/tests/record/golden/depth1_samples.data", produced);
 }
 
 // The golden is what perf reads: Debian's perf script shows every sample of it, in pairs,

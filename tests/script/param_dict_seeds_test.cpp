@@ -19,6 +19,8 @@
 #include "report/sample_stream.h"
 #include "support/stack_table.h"
 
+#include "support/golden_file.h"
+
 namespace offwake {
 namespace {
 
@@ -198,22 +200,8 @@ std::vector<Record> relay_records(const OffwakeEventIds& ids, bool chain, bool c
 }
 
 void check_seed(const std::string& name, const Bytes& produced) {
-  ASSERT_FALSE(produced.empty());
   ASSERT_LT(produced.size(), 64u * 1024) << name << ": keep seeds small";
-  const std::string path = kCorpus + name;
-  const char* regen = std::getenv("OFFWAKE_REGENERATE_GOLDEN");
-  if (regen && std::string(regen) == "1") {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(produced.data()), static_cast<std::streamsize>(produced.size()));
-    ASSERT_TRUE(out.good()) << "writing " << path;
-    std::cout << "regenerated " << path << " (" << produced.size() << " bytes)\n";
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in.good()) << path << " is missing; run this test with OFFWAKE_REGENERATE_GOLDEN=1";
-  Bytes seed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(seed == produced) << path << " is not the writer's output; if the change is intended, rerun with "
-                                           "OFFWAKE_REGENERATE_GOLDEN=1";
+  test::check_golden(kCorpus + name, produced);
 }
 
 const OffwakeEventIds kChainIds{1000, 1001, 1002, 1003};
