@@ -312,7 +312,15 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   auto write_event = [this](const offwake_event& e) { return this->write_event(e); };
   const uint64_t deadline = opt_.duration > 0 ? start + static_cast<uint64_t>(opt_.duration * 1e9) : 0;
   while (!g_stop) {
-    if (!source_->paced()) tracking_->poll(100);
+    // Wait for events at most 100 ms, and no later than --duration's end: the stop is on time.
+    if (!source_->paced()) {
+      int wait_ms = 100;
+      if (deadline) {
+        const uint64_t now = monotonic_ns();
+        wait_ms = now >= deadline ? 0 : static_cast<int>(std::min<uint64_t>(100, (deadline - now + 999'999) / 1'000'000));
+      }
+      tracking_->poll(wait_ms);
+    }
     // The back end's events first, then the tracking records: a fork is then always seen
     // with (or before) the first events of its child.
     OFFWAKE_TRY(source_->read());
