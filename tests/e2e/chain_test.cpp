@@ -46,7 +46,7 @@ struct Recorded {
 
 void record_relay(Recorded& r, const std::string& options) {
   r.data = r.dir.file("perf.data");
-  r.record = run(kOffwake + " record -q -o " + r.data + " " + options + " -- " + kRelay + " -n 10 -m 20");
+  r.record = run(kOffwake + " record -q -o " + r.data + " " + options + " -- " + kRelay + " -n 20 -m 20");
   ASSERT_EQ(r.record.status, 0) << r.record.err;
   r.relay = parse_relay(r.record.out);
   ASSERT_TRUE(r.relay.first && r.relay.second && r.relay.third) << r.record.out;
@@ -153,7 +153,7 @@ TEST(ChainE2E, PipeAndTimelineCarryTheChain) {
   }
   TempDir dir;
   const std::string data = dir.file("piped.data");
-  RunResult piped = run(kOffwake + " record -q --chain-depth 3 -o - -- " + kRelay + " -n 10 -m 20 > " + data);
+  RunResult piped = run(kOffwake + " record -q --chain-depth 3 -o - -- " + kRelay + " -n 20 -m 20 > " + data);
   ASSERT_EQ(piped.status, 0) << piped.err;
   Recorded r;
   r.relay = parse_relay(piped.out);
