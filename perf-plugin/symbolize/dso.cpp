@@ -169,9 +169,6 @@ void Dso::load_elf() {
   bool mismatch = false;
   for (const std::string& path : candidates(name_, build_id_)) {
     if (symtab >= 0 && runtime >= 0) break;
-    // Only regular files: the recording names them, and opening a FIFO it names would wait
-    // for a writer forever.
-    if (!is_regular_file(path)) continue;
     auto f = ElfSymbolFile::open(path);
     if (!f) continue;
     if (!build_id_.empty() && !(f->build_id() == build_id_)) {
