@@ -62,11 +62,15 @@ TEST(Edges, EveryChildOfAForkStormIsRecorded) {
   std::set<uint32_t> children;
   for (const ScriptSample& x : s.samples)
     if (x.event == "offwake-time" && x.has_frame("fs_child_waits")) children.insert(x.pid);
-  EXPECT_EQ(children.size(), 1300u);
+  // Task storage is the only thing that may fail here, rarely, and never silently.
+  const uint64_t no_storage = s.counters["lost_blocks_no_task_storage"];
+  EXPECT_EQ(s.counters["lost_blocks"], no_storage) << s.record.err;
+  EXPECT_LE(no_storage * kTaskStorageLossDivisor, s.counters["blocks"]) << s.record.err;
+  EXPECT_LE(children.size(), 1300u);
+  EXPECT_GE(children.size() + no_storage, 1300u) << "every child is recorded or its block counted as lost";
   EXPECT_GE(s.counters["forks_followed"], 1300u);
   EXPECT_EQ(s.counters["forks_not_followed"], 0u);
   EXPECT_GE(s.counters["targets_exited"], 1300u);
-  EXPECT_EQ(s.counters["lost_blocks"], 0u) << s.record.err;
   // An exiting child wakes its parent after its memory is gone: that waker has no user
   // stack, which is counted as such, not as a failed walk.
   EXPECT_GT(s.counters["user_stack_no_user_context"], 0u);
@@ -86,8 +90,11 @@ TEST(Edges, ChildrenBeyondTheTargetSetAreCountedAndPrinted) {
   for (const ScriptSample& x : s.samples)
     if (x.event == "offwake-time" && x.has_frame("fs_child_waits")) children.insert(x.pid);
   const uint64_t not_followed = s.counters["forks_not_followed"];
+  const uint64_t no_storage = s.counters["lost_blocks_no_task_storage"];  // kTaskStorageLossDivisor
   EXPECT_GT(not_followed, 0u);
-  EXPECT_EQ(children.size() + not_followed, 1300u) << "every child is recorded or counted";
+  EXPECT_LE(no_storage * kTaskStorageLossDivisor, s.counters["blocks"]) << s.record.err;
+  EXPECT_LE(children.size() + not_followed, 1300u);
+  EXPECT_GE(children.size() + not_followed + no_storage, 1300u) << "every child is recorded or counted";
   EXPECT_NE(s.record.err.find(std::to_string(not_followed) + " child processes not followed"), std::string::npos)
       << s.record.err;
 }
