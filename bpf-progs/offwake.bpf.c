@@ -175,6 +175,22 @@ struct {
 	__type(value, struct offwake_task_block);
 } task_blocks SEC(".maps");
 
+/* A task's storage in task_blocks, created if it has none. A task's first storage of any map
+ * is published with a compare-and-swap: when another CPU gives the same task its first
+ * storage at the same moment (the task blocking here while woken there, or another
+ * recorder's program), the loser's call fails (-EAGAIN) and the kernel leaves the retry to the
+ * caller. The storage is then there, and a second call adds this map's element to it. A
+ * second failure (the CPU's task-storage lock held, no memory in atomic context) is counted by
+ * the caller as a loss. */
+static __always_inline struct offwake_task_block *task_block_create(struct task_struct *t)
+{
+	struct offwake_task_block *b = bpf_task_storage_get(&task_blocks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!b)
+		b = bpf_task_storage_get(&task_blocks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return b;
+}
+
 /* Filled by the loader after load, before attach; grown by follow_forks, pruned at exit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1092,7 +1108,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 		return;
 	}
 	if (!b) {
-		b = bpf_task_storage_get(&task_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		b = task_block_create(prev);
 		if (!b) {
 			COUNT(c, storage_failed_blocks);
 			return;
@@ -1242,7 +1258,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 			return 0;
 		}
 	}
-	b = bpf_task_storage_get(&task_blocks, p, 0, on_cpu ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	b = on_cpu ? task_block_create(p) : bpf_task_storage_get(&task_blocks, p, 0, 0);
 	if (!b) {
 		if (on_cpu)
 			COUNT(c, storage_failed_wakeups);
