@@ -42,12 +42,15 @@ struct Sum {
 // stack either (the task may have left that system call): they are compared by count only.
 bool ended_late(const Aggregate& a) { return a.key.kern_stack_id == -OFFWAKE_ERR_NOT_TRACED; }
 
-uint64_t late_blocks(const Capture& c) {
+// The blocks of `c` whose aggregates `pred` picks.
+uint64_t blocks_where(const Capture& c, bool (*pred)(const Aggregate&)) {
   uint64_t n = 0;
   for (const Aggregate& a : c.aggregates)
-    if (ended_late(a)) n += a.value.count;
+    if (pred(a)) n += a.value.count;
   return n;
 }
+
+uint64_t late_blocks(const Capture& c) { return blocks_where(c, ended_late); }
 
 // A block that reached --min-block only while it waited on the run queue has no waker in a
 // lazy capture (waker flag OFFWAKE_WAKER_EARLY, counted): the eager capture has it. Such
@@ -83,18 +86,14 @@ std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool wi
 }
 
 uint64_t early_blocks(const Capture& c) {
-  uint64_t n = 0;
-  for (const Aggregate& a : c.aggregates)
-    if (woken_early(a) && !ended_late(a)) n += a.value.count;
-  return n;
+  return blocks_where(c, [](const Aggregate& a) { return woken_early(a) && !ended_late(a); });
 }
 
-// Blocks kept with no waker at all (OFFWAKE_WAKER_NONE, counted in missed_wakeups).
+// Kept with no waker at all (OFFWAKE_WAKER_NONE, counted in missed_wakeups).
+bool missed_waker(const Aggregate& a) { return (a.key.waker_flags & OFFWAKE_WAKER_NONE) != 0; }
+
 uint64_t missed_blocks(const Capture& c) {
-  uint64_t n = 0;
-  for (const Aggregate& a : c.aggregates)
-    if ((a.key.waker_flags & OFFWAKE_WAKER_NONE) && !ended_late(a) && !woken_early(a)) n += a.value.count;
-  return n;
+  return blocks_where(c, [](const Aggregate& a) { return missed_waker(a) && !ended_late(a) && !woken_early(a); });
 }
 
 // The blocks of `c` without a recorded waker, by blocked stack (waker fields zero): woken
@@ -107,7 +106,7 @@ uint64_t missed_blocks(const Capture& c) {
 // keeps that block without a waker and counts it (missed_wakeups).
 std::map<Key, Sum> unrecorded_wakers(const Capture& c, const Kallsyms& kallsyms, bool fault_user_frames) {
   return by_stacks(c, kallsyms, false, fault_user_frames,
-                   [](const Aggregate& a) { return woken_early(a) || (a.key.waker_flags & OFFWAKE_WAKER_NONE) != 0; });
+                   [](const Aggregate& a) { return woken_early(a) || missed_waker(a); });
 }
 
 std::string describe(const Key& k) {

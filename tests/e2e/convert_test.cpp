@@ -118,18 +118,11 @@ void expect_like_record(const Converted& c, const TempDir& dir, const std::strin
   Blocked conv = blocked_in(c.samples, c.truth[0]);
   ASSERT_FALSE(bpf.blocked.empty());
   ASSERT_FALSE(conv.blocked.empty());
-  // A block whose switch-in the kernel did not trace has no kernel stack in perf offwake
-  // record's file ("ended late", counted in its summary): that many may lack kernel frames, no
-  // more, and the comparison takes the first that has them. Convert takes every stack at the
-  // switch-out, so each of its samples has one.
-  const ScriptSample* with_kernel = nullptr;
-  uint64_t without_kernel = 0;
-  for (const ScriptSample* s : bpf.blocked) {
-    if (!s->has_kernel_frames()) ++without_kernel;
-    else if (!with_kernel) with_kernel = s;
-  }
-  EXPECT_LE(without_kernel, blocks_ended_late(rec.err)) << rec.err;
-  ASSERT_NE(with_kernel, nullptr) << rec.err;
+  // Blocks ended late have no kernel stack in perf offwake record's file (with_kernel_stacks);
+  // convert takes every stack at the switch-out, so each of its samples has one.
+  const auto bpf_kernel = with_kernel_stacks(bpf, rec.err);
+  ASSERT_FALSE(bpf_kernel.empty()) << rec.err;
+  const ScriptSample* with_kernel = bpf_kernel[0];
   EXPECT_TRUE(conv.blocked[0]->has_kernel_frames());
   EXPECT_EQ(kernel_leaf(*with_kernel), kernel_leaf(*conv.blocked[0]));
   ASSERT_TRUE(with_kernel->user_leaf() && conv.blocked[0]->user_leaf());

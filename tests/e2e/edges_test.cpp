@@ -295,15 +295,12 @@ TEST(Edges, UserWalkLeavingTheFrameChainEndsTheStackThere) {
     ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
     Blocked b = blocked_in(r.samples, r.truth[0], blocks_without_waker(r.record.err));
     ASSERT_FALSE(b.blocked.empty()) << r.script.out;
-    // A block whose switch-in the kernel did not trace has no kernel stack ("ended late",
-    // counted in the summary): that many samples may lack kernel frames, no more.
-    uint64_t without_kernel = 0;
+    // Blocks ended late lack kernel frames, counted (with_kernel_stacks); none lacks user frames.
+    with_kernel_stacks(b, r.record.err);
     for (const ScriptSample* s : b.blocked) {
-      without_kernel += !s->has_kernel_frames();
       ASSERT_NE(s->user_leaf(), nullptr);
       EXPECT_EQ(s->user_leaf()->sym, "wl_bad_frame_sleep");
     }
-    EXPECT_LE(without_kernel, blocks_ended_late(r.record.err)) << r.record.err;
     expect_within_5_percent(b.ns, r.truth[0].blocked_ns, "wl_bad_frame_sleep");
     auto report = run(kOffwake + " report --folded -i " + dir.file("perf.data"));
     EXPECT_EQ(report.status, 0) << report.err;

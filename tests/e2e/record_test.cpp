@@ -49,23 +49,15 @@ TEST(Record, CondvarThreadsBlockedTimeAndWaker) {
     EXPECT_TRUE(w->has_frame(t.waker_function)) << "waker stack lacks " << t.waker_function;
     EXPECT_TRUE(w->has_frame("try_to_wake_up"));  // kernel frames symbolize
   }
-  uint64_t no_kernel_stack = 0;
-  for (const auto& s : r.samples)
-    if (s.tid == t.tid && s.has_frame(t.function)) {
-      // A block whose switch-in the kernel did not trace has no kernel stack: counted as
-      // "ended late", and accepted only as often as the summary says.
-      if (!s.has_kernel_frames()) {
-        ++no_kernel_stack;
-        continue;
-      }
-      // Taken from the sleeping task: the scheduler's own functions are left out
-      // (--sched-frames keeps them, see SchedFramesKeepTheSchedulersOwnFrames).
-      EXPECT_TRUE(s.has_frame("futex_wait")) << "blocked kernel stack";
-      EXPECT_FALSE(s.has_frame("schedule")) << "blocked kernel stack";
-      EXPECT_TRUE(s.has_frame("main"));
-      EXPECT_EQ(s.comm, "wl_condvar");
-    }
-  EXPECT_LE(no_kernel_stack, blocks_ended_late(r.record.err));
+  // Blocks ended late have no kernel stack, counted (with_kernel_stacks). The others are
+  // taken from the sleeping task: the scheduler's own functions are left out (--sched-frames
+  // keeps them, see SchedFramesKeepTheSchedulersOwnFrames).
+  for (const ScriptSample* s : with_kernel_stacks(b, r.record.err)) {
+    EXPECT_TRUE(s->has_frame("futex_wait")) << "blocked kernel stack";
+    EXPECT_FALSE(s->has_frame("schedule")) << "blocked kernel stack";
+    EXPECT_TRUE(s->has_frame("main"));
+    EXPECT_EQ(s->comm, "wl_condvar");
+  }
 }
 
 TEST(Record, PipeBetweenProcessesWakerInOtherProcess) {

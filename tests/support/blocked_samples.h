@@ -76,6 +76,17 @@ inline Blocked blocked_in(const std::vector<ScriptSample>& samples, const Truth&
   return b;
 }
 
+// The blocked samples that have a kernel stack. A block whose switch-in the kernel did not
+// trace has none ("ended late", counted in perf offwake record's summary, `record_stderr`):
+// that many samples may lack kernel frames, no more.
+inline std::vector<const ScriptSample*> with_kernel_stacks(const Blocked& b, const std::string& record_stderr) {
+  std::vector<const ScriptSample*> out;
+  for (const ScriptSample* s : b.blocked)
+    if (s->has_kernel_frames()) out.push_back(s);
+  EXPECT_LE(b.blocked.size() - out.size(), blocks_ended_late(record_stderr)) << record_stderr;
+  return out;
+}
+
 // The workloads time their own blocking: the recording must agree within 5%
 // (kBlockedTimeTolerance, support/tolerances.h: what the workload's clock sees and the
 // recorder rightly does not). The error is kept as a test property, to watch the margin.
