@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands/command.h"
+#include "record/follow_perf.h"
 
 namespace offwake {
 
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   for (const auto& c : commands()) {
-    if (args[0] == c.name) return c.run(args);
+    if (args[0] == c.name) return exit_status_for_parent(c.run(args));
   }
   fprintf(stderr, "perf offwake: '%s' is not a command. See 'perf offwake --help'.\n", args[0].c_str());
   return kExitUsage;

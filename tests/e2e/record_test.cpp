@@ -399,6 +399,29 @@ TEST(Record, CommandThatCannotRunIsNamedWithAShellsStatus) {
   }
 }
 
+// Through perf, a 127 cannot pass: perf's libsubcmd takes an external command's 127 to mean
+// that perf-offwake itself was not found, and says "'offwake' is not a perf-command" (exit 1).
+// perf-offwake gives perf 255 instead, perf record's status for a workload that cannot run,
+// and its own message stays the only one. Other statuses pass through perf unchanged.
+TEST(Record, ThroughPerfACommandNotFoundIsNotTakenForAMissingPerfOffwake) {
+  TempDir dir;
+  const std::string perf = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH perf offwake record -q -o " + dir.file("perf.data");
+  struct {
+    std::string command, error;
+    int status;
+  } cases[] = {
+      {"/nonexistent/cmd", "perf offwake record: cannot run '/nonexistent/cmd': No such file or directory\n", 255},
+      {"/etc/passwd", "perf offwake record: cannot run '/etc/passwd': Permission denied\n", 126},
+      {"sh -c 'exit 127'", "[ perf offwake record: the command exited with status 127 ]\n", 255},
+      {"sh -c 'exit 3'", "[ perf offwake record: the command exited with status 3 ]\n", 3},
+  };
+  for (const auto& c : cases) {
+    auto r = run(perf + " -- " + c.command);
+    EXPECT_EQ(r.status, c.status) << c.command << ": " << r.err;
+    EXPECT_EQ(r.err, c.error) << c.command;
+  }
+}
+
 // The command's own status is perf offwake record's, and the recording up to its end is kept,
 // whether it exits with an error or a signal kills it.
 TEST(Record, CommandsExitStatusAndDeathBySignalKeepTheRecording) {
