@@ -28,6 +28,8 @@ namespace {
 
 const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
+// Prefix for a command line that runs `perf offwake` through Debian's perf, which finds us on PATH.
+const std::string kPerfFindsUs = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH ";
 
 using Recording = RecordRun;
 
@@ -377,16 +379,19 @@ TEST(Record, BadInputIsOneLineAndNonZero) {
   expect_usage_error(run(kOffwake + " record --state X -- true"), "X", "record");
 }
 
+// A command line after --, what perf offwake record says of it on stderr, and its status.
+struct CommandCase {
+  std::string command, error;
+  int status;
+};
+
 // A command that cannot run says which one, with a shell's status, before anything is loaded
 // or moved aside: 127 not found (by path or in PATH), 126 found but not executable.
 TEST(Record, CommandThatCannotRunIsNamedWithAShellsStatus) {
   TempDir dir;
   const std::string out = dir.file("perf.data");
   run("echo keep > " + out);
-  struct {
-    std::string command, error;
-    int status;
-  } cases[] = {
+  const CommandCase cases[] = {
       {"/nonexistent/cmd", "cannot run '/nonexistent/cmd': No such file or directory", 127},
       {"no-such-command-xyz", "cannot run 'no-such-command-xyz': No such file or directory", 127},
       {"/etc/passwd", "cannot run '/etc/passwd': Permission denied", 126},
@@ -405,11 +410,8 @@ TEST(Record, CommandThatCannotRunIsNamedWithAShellsStatus) {
 // and its own message stays the only one. Other statuses pass through perf unchanged.
 TEST(Record, ThroughPerfACommandNotFoundIsNotTakenForAMissingPerfOffwake) {
   TempDir dir;
-  const std::string perf = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH perf offwake record -q -o " + dir.file("perf.data");
-  struct {
-    std::string command, error;
-    int status;
-  } cases[] = {
+  const std::string perf = kPerfFindsUs + "perf offwake record -q -o " + dir.file("perf.data");
+  const CommandCase cases[] = {
       {"/nonexistent/cmd", "perf offwake record: cannot run '/nonexistent/cmd': No such file or directory\n", 255},
       {"/etc/passwd", "perf offwake record: cannot run '/etc/passwd': Permission denied\n", 126},
       {"sh -c 'exit 127'", "[ perf offwake record: the command exited with status 127 ]\n", 255},
@@ -507,7 +509,6 @@ TEST(Record, SignalsEndTheRecordingWithACompleteFile) {
 // its file and exit, not stay attached system-wide. Killing the process group with SIGINT
 // (what Ctrl-C does) reaches it directly.
 TEST(Record, RecorderFollowsItsPerf) {
-  const std::string path = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH ";
   for (const char* how : {"kill -TERM $perf", "kill -KILL $perf", "kill -HUP $perf", "kill -INT -- -$perf"}) {
     SCOPED_TRACE(how);
     TempDir dir;
@@ -515,7 +516,7 @@ TEST(Record, RecorderFollowsItsPerf) {
     // perf in a process group of its own (set -m), so that "-$perf" is its group. perf is
     // killed once the recorder has attached (kWaitAttached); the recorder then gets 20 s to
     // finish its file and exit (it takes well under a second).
-    auto r = run("set -m; " + kWaitAttached + path + "perf offwake record -a -q -o " + data +
+    auto r = run("set -m; " + kWaitAttached + kPerfFindsUs + "perf offwake record -a -q -o " + data +
                  " & perf=$!; for i in $(seq 300); do rec=$(pgrep -P $perf -x perf-offwake) && break; sleep 0.1; done; "
                  "[ -n \"$rec\" ] || { echo 'no recorder under perf'; exit 2; }; wait_attached $rec || exit 4; " +
                  how + "; for i in $(seq 200); do kill -0 $rec 2>/dev/null || exit 0; sleep 0.1; done; "
