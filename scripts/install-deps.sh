@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs everything perf-offwake needs to build and test on Debian 12, from nothing.
+# Installs everything perf-offwake needs to build on Debian 12, from nothing, and with --tests
+# what only the tests need on top: the readers they check our output with (go tool pprof,
+# headless Chromium, perf 6.12 built from the kernel source package, about 8 minutes).
 # Idempotent: a second run with everything present does no network work and no rebuild.
-#   usage: scripts/install-deps.sh [PREFIX]   (PREFIX defaults to build/deps)
+#   usage: scripts/install-deps.sh [--tests] [PREFIX]   (PREFIX defaults to build/deps)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+tests=0
+if [ "${1:-}" = --tests ]; then
+  tests=1
+  shift
+fi
 prefix=${1:-$top/build/deps}
 kver=6.12
 
@@ -13,9 +20,12 @@ packages=(
   clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev
   libtraceevent-dev python3 python3-dev libgtest-dev asciidoctor man-db libiberty-dev
   linux-perf "linux-source-$kver" binutils
+)
+test_packages=(
   golang-go  # go tool pprof, the reader the --pprof tests check against
   chromium fonts-dejavu-core  # headless Chromium renders and drives the flame graph in the tests
 )
+if ((tests)); then packages+=("${test_packages[@]}"); fi
 
 . "$top/scripts/apt-install-missing.sh"
 apt_install_missing install-deps "${packages[@]}"
@@ -61,5 +71,5 @@ if [ "$(id -u)" -eq 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 fi
 # perf 6.12, the second reader of the end-to-end tests (Debian's perf is 6.1); cached in $prefix.
-bash "$top/scripts/build-perf612.sh" "$prefix"
+if ((tests)); then bash "$top/scripts/build-perf612.sh" "$prefix"; fi
 echo "install-deps: ok"
