@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "record/aggregate_samples.h"
+#include "report/folded.h"
 #include "report/gzip.h"
 #include "report/protobuf_writer.h"
 
@@ -146,10 +147,22 @@ class PprofEncoder {
     return w;
   }
 
-  ProtoWriter sample(const Stack& s) {
+  // The off-wake path of --folded and --svg (walk_offwake_path, bottom first: the comm, the
+  // blocked stack root first, "--", the waker's stack leaf first, each further hop, the last
+  // waker's comm), reversed: pprof wants the leaf first, so the blocked thread's comm is the
+  // root of every sample and the call tree of pprof's flame graph nests as our --svg does.
+  std::vector<uint64_t> location_ids(const Stack& s) {
     std::vector<uint64_t> ids;
-    ids.reserve(s.frames.size());
-    for (const Frame& f : s.frames) ids.push_back(location_id(f));  // leaf first, as pprof wants
+    ids.reserve(s.frames.size() + s.waker_frames.size() + 3);
+    walk_offwake_path(s, !profile_.wakers_dropped, [&](std::string name, PathPart, const Frame* f) {
+      ids.push_back(f ? location_id(*f) : marker_id(name));
+    });
+    std::reverse(ids.begin(), ids.end());
+    return ids;
+  }
+
+  ProtoWriter sample(const Stack& s) {
+    const std::vector<uint64_t> ids = location_ids(s);
     // Each sample has a value for every sample type; those of the other kind are 0.
     std::vector<uint64_t> values;
     if (s.kind == Kind::kOffCpu) values = {s.ns, s.count};
@@ -169,7 +182,7 @@ class PprofEncoder {
       if (!pseudo_thread(s.waker->tid)) num_label(w, "waker_tid", s.waker->tid);
       if (!s.waker_context.empty()) str_label(w, "waker_context", s.waker_context);
     }
-    // A wakeup chain, as labels (the frames stay the blocked stack's): how long it is, who
+    // A wakeup chain, as labels too (its stacks are in the locations): how long it is, who
     // woke at each further hop, and why it ends.
     if (!s.chain_end.empty()) {
       num_label(w, "chain_hops", 1 + s.chain.size());
@@ -211,14 +224,26 @@ class PprofEncoder {
     return it->second;
   }
 
+  // A name of the path that is no frame: a thread's comm, "--", "[unknown waker]". Its
+  // location has no mapping and no address, only a function of that name.
+  uint64_t marker_id(const std::string& name) {
+    auto [it, added] = marker_ids_.try_emplace(name, locations_.size() + 1);
+    if (!added) return it->second;
+    LocationEntry loc;
+    loc.name = strings_.index(name);
+    locations_.push_back(loc);
+    return it->second;
+  }
+
   // pprof takes mapping 1 for the main binary (the "File:" of its reports): executables come
   // first, then shared libraries, then the kernel and other pseudo files ("[vdso]"), each in
   // the order the stacks first use them.
   void number_mappings() {
     std::vector<std::string> dsos;
     for (const Stack& s : profile_.stacks)
-      for (const Frame& f : s.frames)
-        if (has_mapping(f) && mapping_ids_.try_emplace(f.dso, 0).second) dsos.push_back(f.dso);
+      walk_offwake_path(s, !profile_.wakers_dropped, [&](std::string, PathPart, const Frame* f) {
+        if (f && has_mapping(*f) && mapping_ids_.try_emplace(f->dso, 0).second) dsos.push_back(f->dso);
+      });
     std::stable_sort(dsos.begin(), dsos.end(),
                      [](const std::string& a, const std::string& b) { return mapping_rank(a) < mapping_rank(b); });
     for (const std::string& dso : dsos) {
@@ -321,6 +346,7 @@ class PprofEncoder {
   StringTable strings_;
   int64_t off_cpu_ = 0, nanoseconds_ = 0, blocks_ = 0, count_ = 0, cpu_ = 0;
   std::map<Frame, uint64_t> location_ids_;
+  std::map<std::string, uint64_t> marker_ids_;
   std::vector<LocationEntry> locations_;
   std::map<std::string, uint64_t> mapping_ids_;
   std::vector<MappingEntry> mappings_;

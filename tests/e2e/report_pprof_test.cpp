@@ -3,7 +3,9 @@
 // waiting function must be within 5% of what it measured (kBlockedTimeTolerance,
 // support/tolerances.h), the block count exact (see check_against_truth in
 // tests/bpf/offwake_bpf_test.cpp for the one way heavy load could make it one off), and the
-// waker, by comm and tid, in the samples' labels.
+// waker, by comm and tid, in the samples' labels, and its stack in the samples' locations:
+// leaf first, the waker's stack, a "--" frame, the blocked stack, the blocked thread's comm
+// at the root, as --folded and --svg draw it.
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
@@ -171,6 +173,183 @@ TEST_F(ReportPprof, TagsNameTheWaker) {
   EXPECT_EQ(values["waker_tid"], Names{std::to_string(truth_.waker_tid)}) << tags.out;
   const Names& contexts = values["waker_context"];
   EXPECT_NE(std::find(contexts.begin(), contexts.end(), "thread"), contexts.end()) << tags.out;
+}
+
+// The waker's stack in the locations: -traces prints each sample leaf first, so, read down,
+// the waker's comm, its stack with the waker's function, "--", the blocked stack with the
+// waiting function, and the blocked thread's comm last. Every block of the truth is there
+// with its waker: time within 5%, the count exact.
+TEST_F(ReportPprof, TracesShowTheWakersStackAboveTheBlockedStack) {
+  const std::string args = "-traces -tagfocus=tid=" + std::to_string(truth_.tid) + " ";
+  auto ns = go_pprof(args + "-sample_index=off_cpu -unit=ns " + pprof_);
+  ASSERT_EQ(ns.status, 0) << ns.err;
+  auto blocks = go_pprof(args + "-sample_index=blocks " + pprof_);
+  ASSERT_EQ(blocks.status, 0) << blocks.err;
+  std::string error;
+  const PprofTraces by_ns = parse_pprof_traces(ns.out, &error);
+  const PprofTraces by_count = parse_pprof_traces(blocks.out, &error);
+  EXPECT_EQ(error, "") << ns.out << blocks.out;
+  EXPECT_EQ(by_ns.type, "off_cpu");
+  // The same samples in the same order, with their other value.
+  ASSERT_EQ(by_ns.traces.size(), by_count.traces.size()) << ns.out << blocks.out;
+
+  uint64_t woken_ns = 0, woken = 0;
+  for (size_t i = 0; i < by_ns.traces.size(); ++i) {
+    const PprofTrace& t = by_ns.traces[i];
+    ASSERT_EQ(t.functions, by_count.traces[i].functions) << ns.out << blocks.out;
+    const size_t wait = t.position(truth_.function);
+    if (wait == t.functions.size()) continue;  // the child's other blocks (its exit, ...)
+    SCOPED_TRACE(ns.out);
+    EXPECT_EQ(t.functions.back(), "wl_pipe") << "the blocked thread's comm at the root";
+    const size_t separator = t.position("--");
+    ASSERT_LT(separator, wait) << "a '--' frame above the blocked stack";
+    EXPECT_EQ(t.position("--", separator + 1), t.functions.size()) << "one hop, one separator";
+    const size_t send = t.position(truth_.waker_function);
+    ASSERT_LT(send, separator) << "the waker's function above the '--' frame";
+    EXPECT_EQ(t.functions.front(), "wl_pipe") << "the waker's comm at the top";
+    EXPECT_EQ(t.label("waker_comm"), "wl_pipe");
+    EXPECT_EQ(t.label("waker_tid"), std::to_string(truth_.waker_tid));
+    // The waker's user stack up to main, and its kernel stack from the wakeup down.
+    EXPECT_LT(t.position("main"), send) << "main is above its callee in a waker's (inverted) stack";
+    EXPECT_LT(send, t.position("try_to_wake_up"));
+    woken_ns += nanoseconds(t.value);
+    woken += std::stoull(by_count.traces[i].value);
+  }
+  EXPECT_LT(relative_error(woken_ns, truth_.blocked_ns), kBlockedTimeTolerance)
+      << "woken by " << truth_.waker_function << ": " << woken_ns << " ns, truth " << truth_.blocked_ns;
+  EXPECT_EQ(woken, truth_.count);
+}
+
+// -top of the blocked thread: the waker's function has the blocked function's time and count
+// (cumulative), and the flat column, the samples' leaves, is time by waker comm.
+TEST_F(ReportPprof, TopShowsTheWakersFunctionWithTheTruthsTimeAndCount) {
+  const std::string thread = "-tagfocus=tid=" + std::to_string(truth_.tid) + " ";
+  auto ns = go_pprof("-top -sample_index=off_cpu -unit=ns -nodefraction=0 -nodecount=1000 " + thread + pprof_);
+  ASSERT_EQ(ns.status, 0) << ns.err;
+  const PprofTop top = parse_pprof_top(ns.out);
+  ASSERT_TRUE(top.rows.count(truth_.waker_function)) << ns.out;
+  const uint64_t woken = nanoseconds(top.rows.at(truth_.waker_function).cum);
+  EXPECT_LT(relative_error(woken, truth_.blocked_ns), kBlockedTimeTolerance)
+      << ns.out << "truth " << truth_.blocked_ns << " ns";
+  ASSERT_TRUE(top.rows.count("--")) << ns.out;
+  ASSERT_TRUE(top.rows.count("wl_pipe")) << ns.out;
+  EXPECT_GE(nanoseconds(top.rows.at("wl_pipe").flat), woken) << ns.out << "the waker's comm is the leaf";
+  EXPECT_TRUE(top.rows.count("try_to_wake_up")) << ns.out;  // the waker's kernel frames too
+
+  auto blocks = go_pprof("-top -sample_index=blocks -nodefraction=0 -nodecount=1000 " + thread + pprof_);
+  ASSERT_EQ(blocks.status, 0) << blocks.err;
+  const PprofTop count = parse_pprof_top(blocks.out);
+  ASSERT_TRUE(count.rows.count(truth_.waker_function)) << blocks.out;
+  EXPECT_EQ(count.rows.at(truth_.waker_function).cum, std::to_string(truth_.count)) << blocks.out;
+}
+
+// pprof's samples as folded lines: the names root first, ';' between them, summed by path
+// (pprof has a sample per label set, --folded a line per path).
+std::map<std::string, uint64_t> as_folded(const PprofTraces& t) {
+  std::map<std::string, uint64_t> out;
+  for (const PprofTrace& trace : t.traces) {
+    std::string line;
+    for (auto it = trace.functions.rbegin(); it != trace.functions.rend(); ++it)
+      line += (line.empty() ? "" : ";") + *it;
+    out[line] += nanoseconds(trace.value);
+  }
+  return out;
+}
+
+std::map<std::string, uint64_t> parse_folded(const std::string& text) {
+  std::map<std::string, uint64_t> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] += std::stoull(line.substr(space + 1));
+  }
+  return out;
+}
+
+// One model, two views: every pprof sample is a line of --folded read backwards, with its
+// nanoseconds, and every line is a sample.
+TEST_F(ReportPprof, EverySampleIsALineOfFoldedReversed) {
+  auto traces = go_pprof("-traces -unit=ns " + pprof_);
+  ASSERT_EQ(traces.status, 0) << traces.err;
+  std::string error;
+  const PprofTraces t = parse_pprof_traces(traces.out, &error);
+  EXPECT_EQ(error, "") << traces.out;
+  auto folded = run(kOffwake + " report -i " + data_ + " --folded");
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  EXPECT_EQ(as_folded(t), parse_folded(folded.out)) << traces.out << folded.out;
+  EXPECT_GE(t.traces.size(), 2u) << traces.out;  // the child's blocks and the parent's
+}
+
+// Wakeup chains: wl_relay (tests/workloads/wl_relay.c) recorded with --chain-depth 3. Each
+// sample of relay-third holds every hop's stacks, leaf first: the timer interrupt that ended
+// relay-first's nap, the nap, relay-first's write, relay-second's read, its write, and
+// relay-third's read, one "--" between every two. The time within 5% of relay-third's truth,
+// the count exact, and at least 90% with the whole chain (kWholeChainShare,
+// support/tolerances.h: a wakeup the kernel did not trace cuts a chain).
+TEST(ReportPprofChains, SamplesHoldEveryHopsStacks) {
+  TempDir dir;
+  const std::string data = dir.file("relay.data"), pprof = dir.file("relay.pb.gz");
+  auto record = run(kOffwake + " record -q --chain-depth 3 -o " + data + " -- " + kWorkloads + "wl_relay -n 20 -m 20");
+  ASSERT_EQ(record.status, 0) << record.err;
+  uint32_t first = 0, second = 0, third = 0;
+  std::istringstream lines(record.out);
+  for (std::string line; std::getline(lines, line);)
+    sscanf(line.c_str(), "relay first=%u second=%u third=%u", &first, &second, &third);
+  ASSERT_TRUE(first && second && third) << record.out;
+  Truth truth;
+  for (const Truth& t : parse_truth(record.out))
+    if (t.tid == third) truth = t;
+  ASSERT_EQ(truth.function, "wl_relay_wait_pass") << record.out;
+  auto report = run(kOffwake + " report -i " + data + " --pprof " + pprof);
+  ASSERT_EQ(report.status, 0) << report.err;
+
+  const std::string args = "-traces -tagfocus=tid=" + std::to_string(third) + " ";
+  auto ns = go_pprof(args + "-unit=ns " + pprof);
+  ASSERT_EQ(ns.status, 0) << ns.err;
+  auto blocks = go_pprof(args + "-sample_index=blocks " + pprof);
+  ASSERT_EQ(blocks.status, 0) << blocks.err;
+  std::string error;
+  const PprofTraces by_ns = parse_pprof_traces(ns.out, &error), by_count = parse_pprof_traces(blocks.out, &error);
+  EXPECT_EQ(error, "") << ns.out << blocks.out;
+  ASSERT_EQ(by_ns.traces.size(), by_count.traces.size()) << ns.out << blocks.out;
+
+  // Bottom (the timer) to top (relay-third's wait) in the order -traces prints them.
+  const std::vector<std::string> hops = {"hrtimer_wakeup", "wl_relay_nap",  "wl_relay_kick",
+                                         "wl_relay_wait_kick", "wl_relay_pass", "wl_relay_wait_pass"};
+  uint64_t all = 0, count = 0, whole = 0;
+  for (size_t i = 0; i < by_ns.traces.size(); ++i) {
+    const PprofTrace& t = by_ns.traces[i];
+    ASSERT_EQ(t.functions, by_count.traces[i].functions);
+    if (t.position(truth.function) == t.functions.size()) continue;
+    const uint64_t v = nanoseconds(t.value);
+    all += v;
+    count += std::stoull(by_count.traces[i].value);
+    EXPECT_EQ(t.functions.back(), "relay-third") << ns.out;
+    if (t.label("chain_hops") != "3") continue;
+    bool ok = t.functions.front() == "[hardirq]";
+    size_t at = 0;
+    for (size_t h = 0; ok && h < hops.size(); ++h) {
+      const size_t next = t.position(hops[h], at);
+      ok = next < t.functions.size();
+      if (ok && h) {  // exactly one "--" between two hops' functions
+        const size_t separator = t.position("--", at);
+        ok = separator < next && t.position("--", separator + 1) > next;
+      }
+      at = next;
+    }
+    if (ok) whole += v;
+  }
+  const double blocked = static_cast<double>(truth.blocked_ns);
+  EXPECT_NEAR(static_cast<double>(all), blocked, kBlockedTimeTolerance * blocked) << ns.out;
+  EXPECT_EQ(count, truth.count) << blocks.out;
+  EXPECT_GE(static_cast<double>(whole), kWholeChainShare * blocked) << "of " << all << " ns\n" << ns.out;
+
+  // And the whole file is --folded, reversed.
+  auto traces = go_pprof("-traces -unit=ns " + pprof);
+  ASSERT_EQ(traces.status, 0) << traces.err;
+  auto folded = run(kOffwake + " report -i " + data + " --folded");
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  EXPECT_EQ(as_folded(parse_pprof_traces(traces.out, &error)), parse_folded(folded.out)) << traces.out << folded.out;
 }
 
 }  // namespace

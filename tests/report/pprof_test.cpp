@@ -11,6 +11,7 @@
 #include <fstream>
 #include <initializer_list>
 
+#include "report/folded.h"
 #include "report/gzip.h"
 #include "pprof_decoder.h"
 #include "report/protobuf_writer.h"
@@ -273,10 +274,13 @@ TEST(PprofEncoder, OneSamplePerStackWithValuesStackAndLabels) {
   DecodedProfile d = decode(pipe_profile());
   ASSERT_EQ(d.samples.size(), 3u);
 
+  // Leaf first: the waker's comm, its stack root first, "--", the blocked stack leaf first, and
+  // the blocked thread's comm at the root (the --folded line, reversed).
   const auto& piped = d.samples[0];
   EXPECT_EQ(piped.values, (std::vector<int64_t>{201481763, 10}));
-  EXPECT_EQ(d.function_names(piped),
-            (Names{"anon_pipe_read", "vfs_read", "wl_wait_for_message", "main", "__libc_start_call_main"}));
+  EXPECT_EQ(d.function_names(piped), (Names{"wl_pipe", "main", "wl_send_message", "try_to_wake_up", "--",
+                                            "anon_pipe_read", "vfs_read", "wl_wait_for_message", "main",
+                                            "__libc_start_call_main", "wl_pipe"}));
   EXPECT_EQ(labels_of(piped), (Labels{{"comm", "wl_pipe"},
                                       {"pid", "101"},
                                       {"tid", "101"},
@@ -286,16 +290,17 @@ TEST(PprofEncoder, OneSamplePerStackWithValuesStackAndLabels) {
                                       {"waker_context", "thread"}}));
   for (const auto& l : piped.labels) EXPECT_EQ(l.num_unit, "") << l.key;
 
-  // No waker sample: no waker labels.
+  // No waker sample: no waker labels, and "[unknown waker]" above the separator.
   const auto& disk = d.samples[1];
   EXPECT_EQ(disk.values, (std::vector<int64_t>{5000, 1}));
-  EXPECT_EQ(d.function_names(disk), (Names{"vfs_read", "read", "[unknown]"}));
+  EXPECT_EQ(d.function_names(disk), (Names{"[unknown waker]", "--", "vfs_read", "read", "[unknown]", "worker"}));
   EXPECT_EQ(labels_of(disk), (Labels{{"comm", "worker"}, {"pid", "200"}, {"tid", "202"}, {"state", "D"}}));
 
   // A pseudo-thread waker is named, its made-up tid is not given.
   const auto& irq = d.samples[2];
   EXPECT_EQ(irq.values, (std::vector<int64_t>{3000000, 2}));
-  EXPECT_EQ(d.function_names(irq), (Names{"anon_pipe_read", "wl_wait_for_message"}));
+  EXPECT_EQ(d.function_names(irq),
+            (Names{"[hardirq]", "try_to_wake_up", "--", "anon_pipe_read", "wl_wait_for_message", "wl_pipe"}));
   EXPECT_EQ(labels_of(irq), (Labels{{"comm", "wl_pipe"},
                                     {"pid", "101"},
                                     {"tid", "101"},
@@ -304,9 +309,10 @@ TEST(PprofEncoder, OneSamplePerStackWithValuesStackAndLabels) {
                                     {"waker_context", "hardirq"}}));
 }
 
-// A wakeup chain (perf offwake record --chain-depth): labels, the frames stay the blocked
-// stack's; a stack of a recording without chains has none of them (above).
-TEST(PprofEncoder, WakeupChainsAreLabels) {
+// A wakeup chain (perf offwake record --chain-depth): every hop's stacks in the locations, as
+// --folded draws them (a "--" between every two stacks, the last waker's comm at the leaf), and
+// labels; a stack of a recording without chains has none of the labels (above).
+TEST(PprofEncoder, WakeupChainsAreLocationsAndLabels) {
   Profile p = pipe_profile();
   Stack& piped = p.stacks[0];
   report::Hop hop;
@@ -321,7 +327,11 @@ TEST(PprofEncoder, WakeupChainsAreLabels) {
   DecodedProfile d = decode(p);
   ASSERT_EQ(d.samples.size(), 3u);
   EXPECT_EQ(d.function_names(d.samples[0]),
-            (Names{"anon_pipe_read", "vfs_read", "wl_wait_for_message", "main", "__libc_start_call_main"}));
+            (Names{"[hardirq]", "try_to_wake_up", "--",                   // hop 2's waker
+                   "vfs_read", "main", "--",                              // hop 2: the waker's block
+                   "main", "wl_send_message", "try_to_wake_up", "--",     // hop 1: the waker
+                   "anon_pipe_read", "vfs_read", "wl_wait_for_message", "main", "__libc_start_call_main",
+                   "wl_pipe"}));
   EXPECT_EQ(labels_of(d.samples[0]), (Labels{{"comm", "wl_pipe"},
                                              {"pid", "101"},
                                              {"tid", "101"},
@@ -334,17 +344,100 @@ TEST(PprofEncoder, WakeupChainsAreLabels) {
                                              {"chain_end", "interrupt"}}));
 }
 
+// A chain of three hops whose last waker sample the recording does not have.
+Stack cut_short_chain() {
+  Stack s = pipe_profile().stacks[0];
+  report::Hop second;
+  second.thread = *s.waker;
+  second.frames = {kVfsRead, kMain};
+  second.state = "S";
+  second.waker = Thread{"relay", 300, 301};
+  second.waker_frames = {kWakeUp, kSend};
+  second.waker_context = "thread";
+  report::Hop third;
+  third.thread = *second.waker;
+  third.frames = {kPipeRead, kWait};
+  third.state = "S";
+  s.chain = {second, third};
+  s.chain_end = report::kChainCutShort;
+  s.ns = 7000;
+  s.count = 1;
+  return s;
+}
+
+TEST(PprofEncoder, AChainCutShortEndsInAnUnknownWaker) {
+  Profile p;
+  p.stacks = {cut_short_chain()};
+  DecodedProfile d = decode(p);
+  ASSERT_EQ(d.samples.size(), 1u);
+  EXPECT_EQ(d.function_names(d.samples[0]),
+            (Names{"[unknown waker]", "--",                                                    // hop 3's waker
+                   "anon_pipe_read", "wl_wait_for_message", "--",                              // hop 3
+                   "wl_send_message", "try_to_wake_up", "--",                                  // hop 2's waker
+                   "vfs_read", "main", "--",                                                   // hop 2
+                   "main", "wl_send_message", "try_to_wake_up", "--",                          // hop 1
+                   "anon_pipe_read", "vfs_read", "wl_wait_for_message", "main", "__libc_start_call_main",
+                   "wl_pipe"}));
+  EXPECT_EQ(labels_of(d.samples[0]).at("hop3_waker_comm"), "[unknown waker]");
+  EXPECT_EQ(labels_of(d.samples[0]).at("chain_end"), "cut-short");
+}
+
+// One model, many views: a sample's locations are the names of its stack's --folded line
+// (which the flame graph draws bottom up), leaf first, for every kind of stack.
+TEST(PprofEncoder, LocationsAreTheFoldedLineReversed) {
+  Profile p = wallclock_profile();
+  p.stacks.push_back(cut_short_chain());
+  DecodedProfile d = decode(p);
+  ASSERT_EQ(d.samples.size(), p.stacks.size());
+  for (size_t i = 0; i < p.stacks.size(); ++i) {
+    SCOPED_TRACE(i);
+    Names path = report::offwake_path(p.stacks[i]);
+    std::reverse(path.begin(), path.end());
+    EXPECT_EQ(d.function_names(d.samples[i]), path);
+  }
+}
+
+// perf offwake report --no-waker: the blocked stack and its comm, no separator, as --svg.
+TEST(PprofEncoder, WithoutWakersTheBlockedStackAndItsComm) {
+  Profile p = pipe_profile();
+  for (Stack& s : p.stacks) {
+    s.waker.reset();
+    s.waker_frames.clear();
+    s.waker_context.clear();
+  }
+  p.wakers_dropped = true;
+  DecodedProfile d = decode(p);
+  ASSERT_EQ(d.samples.size(), 3u);
+  EXPECT_EQ(d.function_names(d.samples[0]),
+            (Names{"anon_pipe_read", "vfs_read", "wl_wait_for_message", "main", "__libc_start_call_main", "wl_pipe"}));
+  EXPECT_EQ(d.function_names(d.samples[1]), (Names{"vfs_read", "read", "[unknown]", "worker"}));
+  EXPECT_EQ(labels_of(d.samples[0]).count("waker_comm"), 0u);
+}
+
 TEST(PprofEncoder, OneLocationAndFunctionPerDistinctFrame) {
   DecodedProfile d = decode(pipe_profile());
   ASSERT_EQ(d.samples.size(), 3u);
-  // The same frame in two stacks is the same location.
-  EXPECT_EQ(d.samples[0].location_ids[0], d.samples[2].location_ids[0]);  // anon_pipe_read
-  EXPECT_EQ(d.samples[0].location_ids[2], d.samples[2].location_ids[1]);  // wl_wait_for_message
-  EXPECT_EQ(d.samples[0].location_ids[1], d.samples[1].location_ids[0]);  // vfs_read
-  // Waker frames are labels' business, not locations.
-  const std::vector<Frame> frames = {kPipeRead, kVfsRead, kWait, kMain, kStart, kRead, kUnknown};
-  ASSERT_EQ(d.locations.size(), frames.size());
-  ASSERT_EQ(d.functions.size(), frames.size());
+  // The same frame in two stacks, or twice in one (a blocked and a waker stack), is the same
+  // location; so is a name that is no frame ("--", a comm).
+  const auto& piped = d.samples[0].location_ids;
+  const auto& disk = d.samples[1].location_ids;
+  const auto& irq = d.samples[2].location_ids;
+  ASSERT_EQ(piped.size(), 11u);
+  ASSERT_EQ(disk.size(), 6u);
+  ASSERT_EQ(irq.size(), 6u);
+  EXPECT_EQ(piped[5], irq[3]);   // anon_pipe_read
+  EXPECT_EQ(piped[7], irq[4]);   // wl_wait_for_message
+  EXPECT_EQ(piped[6], disk[2]);  // vfs_read
+  EXPECT_EQ(piped[1], piped[8]);  // main, in the waker's stack and in the blocked one
+  EXPECT_EQ(piped[3], irq[1]);   // try_to_wake_up
+  EXPECT_EQ(piped[4], disk[1]);  // --
+  EXPECT_EQ(piped[4], irq[2]);
+  EXPECT_EQ(piped[0], piped[10]);  // wl_pipe, the waker's comm and the blocked thread's
+  EXPECT_EQ(piped[10], irq[5]);
+  const std::vector<Frame> frames = {kPipeRead, kVfsRead, kWait, kMain, kStart, kRead, kUnknown, kWakeUp, kSend};
+  const Names markers = {"wl_pipe", "worker", "--", "[unknown waker]", "[hardirq]"};
+  ASSERT_EQ(d.locations.size(), frames.size() + markers.size());
+  ASSERT_EQ(d.functions.size(), frames.size() + markers.size());
   for (const Frame& f : frames) {
     SCOPED_TRACE(f.name);
     auto loc = std::find_if(d.locations.begin(), d.locations.end(), [&](const auto& l) {
@@ -364,6 +457,18 @@ TEST(PprofEncoder, OneLocationAndFunctionPerDistinctFrame) {
       EXPECT_EQ(fn->filename, f.dso);
     }
   }
+  // The names that are no frames have a function, but no mapping, address nor file.
+  for (const std::string& name : markers) {
+    SCOPED_TRACE(name);
+    auto loc = std::find_if(d.locations.begin(), d.locations.end(), [&](const auto& l) {
+      return l.function_ids.size() == 1 && d.function(l.function_ids[0])->name == name;
+    });
+    ASSERT_NE(loc, d.locations.end());
+    EXPECT_EQ(loc->mapping_id, 0u);
+    EXPECT_EQ(loc->address, 0u);
+    EXPECT_EQ(d.function(loc->function_ids[0])->system_name, name);
+    EXPECT_EQ(d.function(loc->function_ids[0])->filename, "");
+  }
 }
 
 TEST(PprofEncoder, OneMappingPerDsoWithBuildIdAndRange) {
@@ -381,7 +486,7 @@ TEST(PprofEncoder, OneMappingPerDsoWithBuildIdAndRange) {
 
   const auto& k = by_file["[kernel.kallsyms]"];
   EXPECT_EQ(k.build_id, "0102030405060708090a0b0c0d0e0f1011121314");
-  EXPECT_EQ(k.memory_start, kVfsRead.ip);
+  EXPECT_EQ(k.memory_start, kWakeUp.ip) << "waker frames are locations of the mapping too";
   EXPECT_EQ(k.memory_limit, kPipeRead.ip + 1);
   EXPECT_EQ(k.file_offset, 0u);
 
@@ -410,7 +515,7 @@ TEST(PprofEncoder, OnCpuStacksAddACpuSampleType) {
   EXPECT_EQ(d.samples[0].values, (std::vector<int64_t>{201481763, 10, 0}));
   const auto& spin = d.samples[3];
   EXPECT_EQ(spin.values, (std::vector<int64_t>{0, 0, 4000000}));
-  EXPECT_EQ(d.function_names(spin), (Names{"wl_send_message", "main"}));
+  EXPECT_EQ(d.function_names(spin), (Names{"wl_send_message", "main", "wl_pipe"})) << "no waker, the comm at the root";
   EXPECT_EQ(labels_of(spin), (Labels{{"comm", "wl_pipe"}, {"pid", "100"}, {"tid", "100"}}));
 }
 
@@ -487,8 +592,9 @@ TEST_F(GoToolPprof, RawHasEveryStackWithItsValuesAndLabels) {
   const auto* piped = sample_with(p, 201481763);
   ASSERT_NE(piped, nullptr);
   EXPECT_EQ(piped->values[1], 10);
-  EXPECT_EQ(piped->functions,
-            (Names{"anon_pipe_read", "vfs_read", "wl_wait_for_message", "main", "__libc_start_call_main"}));
+  EXPECT_EQ(piped->functions, (Names{"wl_pipe", "main", "wl_send_message", "try_to_wake_up", "--",
+                                     "anon_pipe_read", "vfs_read", "wl_wait_for_message", "main",
+                                     "__libc_start_call_main", "wl_pipe"}));
   EXPECT_EQ(piped->labels, (Labels{{"comm", "wl_pipe"},
                                    {"pid", "101"},
                                    {"tid", "101"},
@@ -498,7 +604,7 @@ TEST_F(GoToolPprof, RawHasEveryStackWithItsValuesAndLabels) {
                                    {"waker_context", "thread"}}));
   const auto* disk = sample_with(p, 5000);
   ASSERT_NE(disk, nullptr);
-  EXPECT_EQ(disk->functions, (Names{"vfs_read", "read", "[unknown]"}));
+  EXPECT_EQ(disk->functions, (Names{"[unknown waker]", "--", "vfs_read", "read", "[unknown]", "worker"}));
   EXPECT_EQ(disk->labels, (Labels{{"comm", "worker"}, {"pid", "200"}, {"tid", "202"}, {"state", "D"}}));
   const auto* irq = sample_with(p, 3000000);
   ASSERT_NE(irq, nullptr);
@@ -516,7 +622,7 @@ TEST_F(GoToolPprof, RawHasEveryStackWithItsValuesAndLabels) {
     return std::string("no mapping of ") + file;
   };
   EXPECT_EQ(mapping_of("[kernel.kallsyms]"),
-            "0xffffffff816d5f07/0xffffffff816e4064/0x0 [kernel.kallsyms] 0102030405060708090a0b0c0d0e0f1011121314 [FN]");
+            "0xffffffff813b4986/0xffffffff816e4064/0x0 [kernel.kallsyms] 0102030405060708090a0b0c0d0e0f1011121314 [FN]");
   EXPECT_EQ(mapping_of("/usr/lib/x86_64-linux-gnu/libc.so.6"),
             "0x0/0x0/0x0 /usr/lib/x86_64-linux-gnu/libc.so.6  [FN]");
 }
@@ -528,19 +634,66 @@ TEST_F(GoToolPprof, TopTotalsInNanosecondsAndBlocks) {
   EXPECT_EQ(ns.file, "wl_pipe");
   EXPECT_EQ(ns.type, "off_cpu");
   EXPECT_EQ(ns.total, "204486763ns");
-  ASSERT_EQ(ns.rows.size(), 7u);
-  EXPECT_EQ(ns.rows.at("anon_pipe_read").flat, "204481763ns");
-  EXPECT_EQ(ns.rows.at("wl_wait_for_message").flat, "0");
+  // 9 frames, 2 comms, "--", "[unknown waker]", "[hardirq]".
+  ASSERT_EQ(ns.rows.size(), 14u);
+  // The leaf of every off-CPU sample is its last waker's comm: flat is time by waker.
+  EXPECT_EQ(ns.rows.at("wl_pipe").flat, "201481763ns");
+  EXPECT_EQ(ns.rows.at("[hardirq]").flat, "3000000ns");
+  EXPECT_EQ(ns.rows.at("[unknown waker]").flat, "5000ns");
+  EXPECT_EQ(ns.rows.at("anon_pipe_read").flat, "0");
   EXPECT_EQ(ns.rows.at("wl_wait_for_message").cum, "204481763ns");
-  EXPECT_EQ(ns.rows.at("vfs_read").flat, "5000ns");  // the leaf of the stack in D
   EXPECT_EQ(ns.rows.at("vfs_read").cum, "201486763ns");
   EXPECT_EQ(ns.rows.at("[unknown]").cum, "5000ns");
+  EXPECT_EQ(ns.rows.at("--").cum, "204486763ns");
+  EXPECT_EQ(ns.rows.at("wl_pipe").cum, "204481763ns") << "the comm of two stacks, once per sample";
+  EXPECT_EQ(ns.rows.at("main").cum, "201481763ns") << "twice in one sample, counted once";
+  EXPECT_EQ(ns.rows.at("wl_send_message").cum, "201481763ns");
+  EXPECT_EQ(ns.rows.at("try_to_wake_up").cum, "204481763ns");
 
   const test::PprofTop blocks = top("-sample_index=blocks -nodefraction=0 " + path);
   EXPECT_EQ(blocks.type, "blocks");
   EXPECT_EQ(blocks.total, "13");
   EXPECT_EQ(blocks.rows.at("wl_wait_for_message").cum, "12");
   EXPECT_EQ(blocks.rows.at("read").cum, "1");
+  EXPECT_EQ(blocks.rows.at("wl_send_message").cum, "10");
+}
+
+// -traces prints each sample leaf first, so it reads as --svg draws: the waker's comm on top,
+// its stack, "--", the blocked stack, and the blocked thread's comm at the bottom.
+TEST_F(GoToolPprof, TracesShowTheWakerAboveTheSeparatorAboveTheBlockedStack) {
+  const std::string path = write(pipe_profile());
+  auto r = test::go_pprof("-traces -unit=ns " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string error;
+  const test::PprofTraces t = test::parse_pprof_traces(r.out, &error);
+  EXPECT_EQ(error, "") << r.out;
+  EXPECT_EQ(t.type, "off_cpu");
+  ASSERT_EQ(t.traces.size(), 3u) << r.out;
+  std::map<std::string, const test::PprofTrace*> by_value;
+  for (const auto& trace : t.traces) by_value[trace.value] = &trace;
+  ASSERT_TRUE(by_value.count("201481763ns")) << r.out;
+  const test::PprofTrace& piped = *by_value["201481763ns"];
+  EXPECT_EQ(piped.functions, (Names{"wl_pipe", "main", "wl_send_message", "try_to_wake_up", "--",
+                                    "anon_pipe_read", "vfs_read", "wl_wait_for_message", "main",
+                                    "__libc_start_call_main", "wl_pipe"}))
+      << r.out;
+  EXPECT_EQ(piped.label("waker_comm"), "wl_pipe");
+  EXPECT_EQ(piped.label("waker_tid"), "100");
+  EXPECT_EQ(piped.label("tid"), "101");
+  ASSERT_TRUE(by_value.count("5000ns")) << r.out;
+  EXPECT_EQ(by_value["5000ns"]->functions, (Names{"[unknown waker]", "--", "vfs_read", "read", "[unknown]", "worker"}));
+  ASSERT_TRUE(by_value.count("3000000ns")) << r.out;
+  EXPECT_EQ(by_value["3000000ns"]->functions,
+            (Names{"[hardirq]", "try_to_wake_up", "--", "anon_pipe_read", "wl_wait_for_message", "wl_pipe"}));
+
+  auto blocks = test::go_pprof("-traces -sample_index=blocks " + path);
+  ASSERT_EQ(blocks.status, 0) << blocks.err;
+  const test::PprofTraces b = test::parse_pprof_traces(blocks.out, &error);
+  EXPECT_EQ(error, "") << blocks.out;
+  Names values;
+  for (const auto& trace : b.traces) values.push_back(trace.value);
+  std::sort(values.begin(), values.end());
+  EXPECT_EQ(values, (Names{"1", "10", "2"})) << blocks.out;
 }
 
 TEST_F(GoToolPprof, LabelsSelectByWaker) {
@@ -564,7 +717,9 @@ TEST_F(GoToolPprof, OnCpuIsASampleTypeOfItsOwn) {
   EXPECT_EQ(cpu.type, "cpu");
   EXPECT_EQ(cpu.total, "4000000ns");
   EXPECT_EQ(cpu.rows.at("wl_send_message").flat, "4000000ns");
+  EXPECT_EQ(cpu.rows.at("wl_pipe").cum, "4000000ns");
   EXPECT_FALSE(cpu.rows.count("anon_pipe_read"));
+  EXPECT_FALSE(cpu.rows.count("--"));
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ PprofRaw parse_pprof_raw(const std::string& text, std::string* error) {
   static const std::regex labels_re(R"(^ {16}\S)");
   static const std::regex label_re(R"(([^\s:]+):\[(.*?)\](?=\s|$))");
   // "     3: 0x55555555522e M=2 wl_wait_for_message /usr/bin/wl_pipe:0 s=0"
-  static const std::regex location_re(R"(^\s*(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(?:\[F\] )?(\S+) )");
+  // "    12: 0x0 [unknown waker] :0 s=0" (a name with a space, no mapping nor file)
+  static const std::regex location_re(R"(^\s*(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(?:\[F\] )?(.+) \S*:-?\d+ s=-?\d+)");
   PprofRaw p;
   enum { kHeader, kSampleTypes, kSamples, kLocations, kMappings } section = kHeader;
   std::istringstream in(text);
@@ -113,6 +114,50 @@ PprofTop parse_pprof_top(const std::string& text) {
     else if (std::regex_match(line, m, row_re) && m[1].str() != "flat") top.rows[m[3].str()] = {m[1].str(), m[2].str()};
   }
   return top;
+}
+
+std::string PprofTrace::label(const std::string& key) const {
+  auto it = labels.find(key);
+  return it == labels.end() ? "" : it->second;
+}
+
+size_t PprofTrace::position(const std::string& name, size_t from) const {
+  for (size_t i = from; i < functions.size(); ++i)
+    if (functions[i] == name) return i;
+  return functions.size();
+}
+
+PprofTraces parse_pprof_traces(const std::string& text, std::string* error) {
+  // printTraces: labels as "%10s:  %s", stack lines as "%10s   %s", the value on the first.
+  static const std::regex label_re(R"(^ *(\S+):  (.*)$)");
+  static const std::regex frame_re(R"(^ *(\S*)   (\S.*)$)");
+  PprofTraces out;
+  std::istringstream in(text);
+  std::smatch m;
+  bool in_trace = false;
+  for (std::string line; std::getline(in, line);) {
+    if (starts_with(line, "-----------+")) {
+      out.traces.emplace_back();
+      in_trace = true;
+    } else if (!in_trace) {
+      if (starts_with(line, "File: ")) out.file = line.substr(6);
+      else if (starts_with(line, "Type: ")) out.type = line.substr(6);
+    } else {
+      PprofTrace& t = out.traces.back();
+      if (t.functions.empty() && std::regex_match(line, m, label_re)) {
+        t.labels[m[1].str()] = m[2].str();
+      } else if (std::regex_match(line, m, frame_re) && (m[1].length() > 0) == t.functions.empty()) {
+        if (t.functions.empty()) t.value = m[1].str();  // on the first stack line only
+        t.functions.push_back(m[2].str());
+      } else if (error && error->empty()) {
+        *error = "unexpected line: '" + line + "'";
+      }
+    }
+  }
+  // The last separator closes the last trace: it opens none.
+  if (!out.traces.empty() && out.traces.back().functions.empty() && out.traces.back().labels.empty())
+    out.traces.pop_back();
+  return out;
 }
 
 }  // namespace offwake::test

@@ -51,4 +51,27 @@ struct PprofTop {
 };
 PprofTop parse_pprof_top(const std::string& text);
 
+// A sample of `go tool pprof -traces` (github.com/google/pprof's printTraces): its labels,
+// its value as printed ("201481763ns" with -unit=ns, "10" for a count), and its stack, leaf
+// first, as the lines under the labels name it.
+//   -----------+-------------------------------------------------------
+//         comm:  wl_pipe
+//          tid:  4242
+//   201481763ns   wl_pipe
+//                 wl_send_message
+struct PprofTrace {
+  std::map<std::string, std::string> labels;  // string and numeric labels, "tid" -> "4242"
+  std::string value;
+  std::vector<std::string> functions;  // leaf first
+  std::string label(const std::string& key) const;  // "" when absent
+  // The first position of `name` in functions, functions.size() when absent.
+  size_t position(const std::string& name, size_t from = 0) const;
+};
+struct PprofTraces {
+  std::string file, type;  // as PprofTop's
+  std::vector<PprofTrace> traces;
+};
+// Lines between two separators that are neither labels nor stack lines are an error in `error`.
+PprofTraces parse_pprof_traces(const std::string& text, std::string* error);
+
 }  // namespace offwake::test
