@@ -10,6 +10,7 @@
 
 #include "support/blocked_samples.h"
 #include "support/perf_script.h"
+#include "support/raw_blocks.h"
 #include "support/run.h"
 #include "support/tolerances.h"
 #include "support/usage_error.h"
@@ -203,18 +204,29 @@ TEST(Edges, BlocksWokenBeforeMinBlockKeepTheirTimeNotTheirWaker) {
       ns += samples[i].period;
       by_waker[samples[i + 1].tid == t.waker_tid ? "waker thread" : samples[i + 1].comm] += samples[i].period;
     }
-    // Within 5%, but for blocks the kernel hid (on this kind of VM it runs no BPF program for
-    // switches of its init process's threads, counted as untraced switches; each may have
-    // taken one whole block with it), and for rounds the workload left out of its truth
-    // because other load also preempted it (its "impure" line): those blocks are recorded.
-    const double per_block = static_cast<double>(t.blocked_ns) / static_cast<double>(t.count);
-    const double hidden = static_cast<double>(summary_count(rec.err, " switches untraced by the kernel")) * per_block;
+    // Within 5% of the workload's own time, and its count; the bounds come from its truth
+    // alone. Rounds the workload left out of its truth because other load also preempted it
+    // (its "impure" line) are recorded: up to their time and count more. A block the kernel
+    // hid (on this kind of VM it runs no BPF program for switches of its init process's
+    // threads; a switch-in so hidden ends the block at its wakeup, 0.2 ms in, below
+    // --min-block) may be missing: at most one in 20 (kHiddenDivisor), never more time than
+    // those blocks' share of the truth.
+    constexpr uint64_t kHiddenDivisor = 20;
     const auto impure_at = rec.out.find("impure rounds=");
     ASSERT_NE(impure_at, std::string::npos) << rec.out;
+    const uint64_t impure_rounds = std::stoull(rec.out.substr(impure_at + 14));
     const double impure = std::stod(rec.out.substr(rec.out.find("blocked_ns=", impure_at) + 11));
     const double truth = static_cast<double>(t.blocked_ns);
+    const uint64_t may_hide = (t.count + kHiddenDivisor - 1) / kHiddenDivisor;
+    const double hidden = static_cast<double>(may_hide) * truth / static_cast<double>(t.count);
     EXPECT_LE(static_cast<double>(ns), (1 + kBlockedTimeTolerance) * truth + impure) << rec.out;
     EXPECT_GE(static_cast<double>(ns), (1 - kBlockedTimeTolerance) * truth - hidden) << rec.out << rec.err;
+    // The count, from the raw payload as Debian's perf reads it.
+    uint64_t blocks = 0;
+    for (const RawBlock& b : raw_blocks(data))
+      if (b.tid == t.tid && (b.has("wl_wait_for_turn") || b.syms.empty())) blocks += b.count;
+    EXPECT_LE(blocks, t.count + impure_rounds) << rec.out;
+    EXPECT_GE(blocks + may_hide, t.count) << rec.out << rec.err;
     const std::string expected = eager ? "waker thread" : "[woken early]";
     EXPECT_GE(static_cast<double>(by_waker[expected]), kWokenEarlyShare * static_cast<double>(ns));
     // A wakeup the kernel hid (see above) leaves its block without a waker, counted.

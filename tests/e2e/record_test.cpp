@@ -18,8 +18,10 @@
 #include <set>
 #include <thread>
 
+#include "support/block_truth.h"
 #include "support/blocked_samples.h"
 #include "support/perf_script.h"
+#include "support/raw_blocks.h"
 #include "support/run.h"
 #include "support/usage_error.h"
 
@@ -255,59 +257,79 @@ TEST(Record, FilterTid) {
   EXPECT_GT(n, 0u);
 }
 
-uint64_t blocked_ns_in(const Recording& r, const std::string& function) {
-  uint64_t ns = 0;
-  for (const auto& s : r.samples)
-    if (s.event == "offwake-time" && s.has_frame(function)) ns += s.period;
-  return ns;
-}
-
+// wl_lengths blocks one thread under 5 ms (all of wl_short_naps, nine of wl_mixed_naps) and
+// over 35 ms (all of wl_long_naps, one of wl_mixed_naps), and prints each block it measured:
+// --max-block 20 ms keeps the short ones with their time and count, and none of the long ones;
+// --min-block 20 ms the other way round. Counts and longest blocks from the raw payload, read by
+// Debian's perf (support/raw_blocks.h), times within 5% of the workload's.
 TEST(Record, FilterBlockDuration) {
-  TempDir a, b, c;
-  // The waiter blocks ~20 ms each time (50 ms in the second run): 1 ms, 10 ms and 100 ms are
-  // far from it on both sides. The five blocks kept are 250 ms in all: within 5% leaves 12 ms
-  // for what the workload's clock sees and the recorder does not (support/tolerances.h).
-  auto too_short = record(a, "--max-block 1000 -- " + kWorkloads + "wl_condvar -n 5");
-  expect_clean(too_short);
-  EXPECT_EQ(blocked_ns_in(too_short, "wl_wait_for_signal"), 0u);
-  // The truth counts every block of the waiter, and --min-block 10 ms drops a block that is
-  // shorter because the waiter reached its wait late (preempted under load: a soak run with
-  // compilers beside it lost 8.8 of 104 ms so). With 50 ms pauses a block falls below 10 ms
-  // only if the waiter is 40 ms late; then the 5% comparison below would rightly fail.
-  auto long_enough = record(b, "--min-block 10000 -- " + kWorkloads + "wl_condvar -n 5 -m 50");
-  expect_clean(long_enough);
-  ASSERT_EQ(long_enough.truth.size(), 1u);
-  expect_within_5_percent(blocked_ns_in(long_enough, "wl_wait_for_signal"), long_enough.truth[0].blocked_ns);
-  for (const auto& s : long_enough.samples)
-    if (s.event == "offwake-time") {
-      EXPECT_GE(s.period, 10'000'000u);
+  constexpr uint64_t kSplitNs = 20'000'000;
+  for (const bool max : {true, false}) {
+    SCOPED_TRACE(max ? "--max-block" : "--min-block");
+    TempDir dir;
+    auto r = record(dir, std::string(max ? "--max-block" : "--min-block") + " 20000 -- " + kWorkloads + "wl_lengths");
+    expect_clean(r);
+    const std::vector<BlockTruth> truth = parse_block_truth(r.record.out);
+    ASSERT_EQ(truth.size(), 44u) << r.record.out;
+    const auto raw = raw_blocks(dir.file("perf.data"));
+    ASSERT_FALSE(raw.empty());
+    auto kept = [&](uint64_t ns) { return max ? ns <= kSplitNs : ns >= kSplitNs; };
+    for (const char* function : {"wl_short_naps", "wl_long_naps", "wl_mixed_naps"}) {
+      SCOPED_TRACE(function);
+      const BlockSum want = sum_blocks(truth, function, kept);
+      const RawSum got = raw_sum(raw, truth[0].tid, function);
+      EXPECT_EQ(got.count, want.count);
+      if (!want.count) {
+        EXPECT_EQ(got.samples, 0u);
+        continue;
+      }
+      expect_within_5_percent(got.ns, want.ns, function);
+      EXPECT_NEAR(static_cast<double>(got.max_ns), static_cast<double>(want.max_ns),
+                  kBlockedTimeTolerance * static_cast<double>(want.max_ns));
     }
-  auto too_long = record(c, "--min-block 100000 -- " + kWorkloads + "wl_condvar -n 5");
-  expect_clean(too_long);
-  EXPECT_EQ(blocked_ns_in(too_long, "wl_wait_for_signal"), 0u);
+    // The filter's own rule, on every block of the recording (the workload's start-up and exit too).
+    for (const RawBlock& b : raw) {
+      if (max) EXPECT_LE(b.max_ns, kSplitNs) << b.tid;
+      else EXPECT_GE(b.period, b.count * kSplitNs) << b.tid;
+    }
+  }
 }
 
+// One recording holds waits in both states: wl_condvar's futex waits (S) and wl_vfork's waits
+// for its child (D: TASK_KILLABLE). --state S keeps the first with their time and count and
+// none of the second, --state D the other way round, and every sample kept has a state asked
+// for (the raw payload, read by Debian's perf).
 TEST(Record, FilterState) {
-  TempDir a;
-  // Futex waits sleep in S (TASK_INTERRUPTIBLE): with D only they are not recorded.
-  auto d_only = record(a, "--state D -- " + kWorkloads + "wl_condvar -n 5");
-  expect_clean(d_only);
-  EXPECT_EQ(blocked_ns_in(d_only, "wl_wait_for_signal"), 0u);
-  TempDir b;
-  auto s_only = record(b, "--state S -- " + kWorkloads + "wl_condvar -n 5");
-  expect_clean(s_only);
-  EXPECT_GT(blocked_ns_in(s_only, "wl_wait_for_signal"), 0u);
-  // A vfork parent waits for its child in D (TASK_KILLABLE): --state D records all of it,
-  // --state S none of it.
-  TempDir c;
-  auto vfork_d = record(c, "--state D -- " + kWorkloads + "wl_vfork -n 5 -m 20");
-  expect_clean(vfork_d);
-  ASSERT_EQ(vfork_d.truth.size(), 1u);
-  expect_within_5_percent(blocked_ns_in(vfork_d, "__vfork"), vfork_d.truth[0].blocked_ns);
-  TempDir d;
-  auto vfork_s = record(d, "--state S -- " + kWorkloads + "wl_vfork -n 5 -m 20");
-  expect_clean(vfork_s);
-  EXPECT_EQ(blocked_ns_in(vfork_s, "__vfork"), 0u);
+  const std::string both =
+      " -- sh -c '" + kWorkloads + "wl_condvar -n 10 & " + kWorkloads + "wl_vfork -n 10 -m 20; wait'";
+  for (const char* state : {"S", "D"}) {
+    SCOPED_TRACE(state);
+    TempDir dir;
+    auto r = record(dir, std::string("--state ") + state + both);
+    expect_clean(r);
+    ASSERT_EQ(r.truth.size(), 2u) << r.record.out;
+    const bool condvar_first = r.truth[0].function == "wl_wait_for_signal";
+    const Truth& futex = r.truth[condvar_first ? 0 : 1];
+    const Truth& vfork = r.truth[condvar_first ? 1 : 0];
+    ASSERT_EQ(futex.function, "wl_wait_for_signal");
+    ASSERT_EQ(vfork.function, "__vfork");
+    const Truth& kept = *state == 'S' ? futex : vfork;
+    const Truth& left_out = *state == 'S' ? vfork : futex;
+    const auto raw = raw_blocks(dir.file("perf.data"));
+    const RawSum got = raw_sum(raw, kept.tid, kept.function);
+    expect_within_5_percent(got.ns, kept.blocked_ns, kept.function);
+    EXPECT_EQ(got.count, kept.count);
+    EXPECT_EQ(raw_sum(raw, left_out.tid, left_out.function).samples, 0u);
+    ASSERT_FALSE(raw.empty());
+    for (const RawBlock& b : raw) {
+      if (*state == 'S') {
+        EXPECT_EQ(b.state & 0x3, 0x1u) << b.tid << " " << b.state;
+      } else {
+        EXPECT_EQ(b.state & 0x3, 0x2u) << b.tid << " " << b.state;
+        EXPECT_FALSE(b.state & 0x400) << "an idle wait under --state D: " << b.state;
+      }
+    }
+  }
 }
 
 TEST(Record, FilterUserAndKernelThreads) {

@@ -4,10 +4,15 @@
 // (and --wallclock what offwake-wallclock.py prints); streams, filters and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
+#include <regex>
+#include <set>
 #include <sstream>
 
+#include "support/block_truth.h"
 #include "support/perf_script.h"
 #include "support/recording.h"
 #include "support/run.h"
@@ -142,21 +147,262 @@ TEST(Report, ReadsAStream) {
   EXPECT_NE(r.out.find(";--;"), std::string::npos) << r.out;
 }
 
-TEST(Report, FiltersAndMinimum) {
-  const Recording& r = recording("wl_pipe", "");
-  auto only = report(r, "--folded --comm wl_pipe");
-  ASSERT_EQ(only.status, 0) << only.err;
-  for (const auto& line : lines_of(only.out)) EXPECT_EQ(line.rfind("wl_pipe;", 0), 0u) << line;
-  auto none = report(r, "--folded --pid 1");
-  ASSERT_EQ(none.status, 0) << none.err;
-  EXPECT_EQ(none.out, "");
-  // --min 50%: at most one stack can hold half of the time.
-  auto big = lines_of(report(r, "--folded --min 50%").out);
-  EXPECT_LE(big.size(), 1u);
-  auto all = lines_of(report(r, "--folded").out);
-  auto timed = lines_of(report(r, "--folded --min 1ms").out);
-  EXPECT_LE(timed.size(), all.size());
-  for (const auto& line : timed) EXPECT_GE(std::stoull(line.substr(line.rfind(' ') + 1)), 1000000u) << line;
+// The table of `perf offwake report --stdio`: a row per blocked stack, with the lines under it
+// (its wakers, their chains, "... and N more wakers").
+struct TableRow {
+  double ns = 0, avg_ns = 0, max_ns = 0;
+  uint64_t count = 0;
+  std::string comm;
+  uint32_t pid = 0, tid = 0;
+  std::string stack;  // "frame <- frame <- ...", leaf first
+  // The row and the lines under it, but for the row's share of the whole table, which a
+  // filter changes (a waker's share is of its row, which it does not).
+  std::string text;
+};
+
+std::vector<TableRow> table_rows(const std::string& table) {
+  static const std::regex row(R"(^  +([\d.]+) (\S+) +([\d.]+)% +(\d+) +([\d.]+) (\S+) +([\d.]+) (\S+)  (.*) (\d+)/(\d+) \[[A-Z]*\]: (.*)$)");
+  std::vector<TableRow> rows;
+  for (const std::string& line : lines_of(table)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) {
+      if (rows.empty()) ADD_FAILURE() << "a line before the first row: " << line;
+      else rows.back().text += line + "\n";
+      continue;
+    }
+    TableRow r;
+    r.ns = parse_human(m[1], m[2]);
+    r.count = std::stoull(m[4]);
+    r.avg_ns = parse_human(m[5], m[6]);
+    r.max_ns = parse_human(m[7], m[8]);
+    r.comm = m[9];
+    r.pid = static_cast<uint32_t>(std::stoul(m[10]));
+    r.tid = static_cast<uint32_t>(std::stoul(m[11]));
+    r.stack = m[12];
+    r.text = m[1].str() + " " + m[2].str() + " *% " + m[4].str() + " " + m[5].str() + " " + m[6].str() + " " +
+             m[7].str() + " " + m[8].str() + "  " + line.substr(m.position(9)) + "\n";
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::vector<std::string> texts(const std::vector<TableRow>& rows) {
+  std::vector<std::string> out;
+  for (const TableRow& r : rows) out.push_back(r.text);
+  return out;
+}
+
+// Rows whose stack holds `function` as a frame, summed.
+struct RowSum {
+  double ns = 0;
+  uint64_t count = 0, rows = 0;
+};
+RowSum rows_with(const std::vector<TableRow>& rows, const std::string& function) {
+  RowSum s;
+  for (const TableRow& r : rows) {
+    const std::string& st = r.stack;
+    const auto at = st.find(function);
+    if (at == std::string::npos || (at && st.compare(at - 1, 1, " ")) ||
+        (at + function.size() < st.size() && st.compare(at + function.size(), 1, " ")))
+      continue;
+    s.ns += r.ns;
+    s.count += r.count;
+    ++s.rows;
+  }
+  return s;
+}
+
+void expect_truth(const RowSum& got, const Truth& t) {
+  EXPECT_GT(got.rows, 0u) << t.function;
+  EXPECT_NEAR(got.ns, static_cast<double>(t.blocked_ns), kBlockedTimeTolerance * static_cast<double>(t.blocked_ns))
+      << t.function;
+  EXPECT_EQ(got.count, t.count) << t.function;
+}
+
+// Folded lines with their weights.
+uint64_t weight(const std::string& folded_line) { return std::stoull(folded_line.substr(folded_line.rfind(' ') + 1)); }
+
+uint64_t folded_ns_of(const std::vector<std::string>& lines, const std::string& function) {
+  uint64_t ns = 0;
+  for (const auto& l : lines)
+    if (l.find(";" + function + ";") != std::string::npos) ns += weight(l);
+  return ns;
+}
+
+template <typename Keep>
+std::vector<std::string> subset(const std::vector<std::string>& all, Keep keep) {
+  std::vector<std::string> out;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(out), keep);
+  return out;
+}
+
+template <typename Keep>
+std::vector<std::string> subset(const std::vector<TableRow>& all, Keep keep) {
+  std::vector<TableRow> out;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(out), keep);
+  return texts(out);
+}
+
+// Two processes of three threads with their own comms and truths, in one recording: wl_sleep
+// (woken by the timer) and wl_condvar (a waiter woken by a signaller thread), started by a
+// shell that waits for them. The filters' tests read this one recording with and without a
+// filter: what a filter keeps is exactly what the unfiltered output shows of those threads,
+// and that is each workload's truth.
+struct TwoWorkloads {
+  TempDir dir;
+  std::string data = dir.file("perf.data");
+  RunResult record;
+  Truth sleeper, waiter;
+};
+
+const TwoWorkloads& two_workloads() {
+  static TwoWorkloads w;
+  static const bool recorded = [] {
+    w.record = run(kOffwake + " record -o " + w.data + " -- sh -c '" + kWorkloads + "wl_sleep -n 20 -m 10 & " +
+                   kWorkloads + "wl_condvar -n 20 -m 10; wait'");
+    for (const Truth& t : parse_truth(w.record.out)) (t.function == "wl_sleep_for" ? w.sleeper : w.waiter) = t;
+    return true;
+  }();
+  (void)recorded;
+  EXPECT_EQ(w.record.status, 0) << w.record.err;
+  EXPECT_EQ(w.sleeper.function, "wl_sleep_for") << w.record.out;
+  EXPECT_EQ(w.waiter.function, "wl_wait_for_signal") << w.record.out;
+  return w;
+}
+
+RunResult report(const TwoWorkloads& w, const std::string& args) {
+  auto r = run(kOffwake + " report -i " + w.data + " " + args);
+  EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+  return r;
+}
+
+TEST(Report, CommFilterKeepsExactlyThatCommsStacks) {
+  const TwoWorkloads& w = two_workloads();
+  ASSERT_GT(w.sleeper.count, 0u);
+  const auto all = lines_of(report(w, "--folded").out);
+  const auto rows = table_rows(report(w, "").out);
+  ASSERT_FALSE(all.empty());
+  const auto comm_is = [](const std::string& line, const std::string& comm) { return line.rfind(comm + ";", 0) == 0; };
+
+  const auto sleep_only = lines_of(report(w, "--folded --comm wl_sleep").out);
+  ASSERT_FALSE(sleep_only.empty());
+  EXPECT_EQ(sleep_only, subset(all, [&](const std::string& l) { return comm_is(l, "wl_sleep"); }));
+  EXPECT_NEAR(static_cast<double>(folded_ns_of(sleep_only, "wl_sleep_for")), static_cast<double>(w.sleeper.blocked_ns),
+              kBlockedTimeTolerance * static_cast<double>(w.sleeper.blocked_ns));
+  const auto sleep_rows = table_rows(report(w, "--comm wl_sleep").out);
+  EXPECT_EQ(texts(sleep_rows), subset(rows, [](const TableRow& r) { return r.comm == "wl_sleep"; }));
+  expect_truth(rows_with(sleep_rows, "wl_sleep_for"), w.sleeper);
+  EXPECT_EQ(rows_with(sleep_rows, "wl_wait_for_signal").rows, 0u);
+
+  const auto both = lines_of(report(w, "--folded --comm wl_sleep,wl_condvar").out);
+  EXPECT_EQ(both, subset(all, [&](const std::string& l) { return comm_is(l, "wl_sleep") || comm_is(l, "wl_condvar"); }));
+  EXPECT_LT(both.size(), all.size()) << "the shell's own blocks are left out";
+  EXPECT_NEAR(static_cast<double>(folded_ns_of(both, "wl_wait_for_signal")), static_cast<double>(w.waiter.blocked_ns),
+              kBlockedTimeTolerance * static_cast<double>(w.waiter.blocked_ns));
+}
+
+TEST(Report, PidAndTidFiltersKeepExactlyThoseThreads) {
+  const TwoWorkloads& w = two_workloads();
+  ASSERT_GT(w.waiter.count, 0u);
+  const auto rows = table_rows(report(w, "").out);
+  ASSERT_FALSE(rows.empty());
+  // wl_condvar's waiter is its main thread: its tid is the process's id.
+  const uint32_t pid = w.waiter.tid;
+  const auto by_pid = table_rows(report(w, "--pid " + std::to_string(pid)).out);
+  EXPECT_EQ(texts(by_pid), subset(rows, [&](const TableRow& r) { return r.pid == pid; }));
+  expect_truth(rows_with(by_pid, "wl_wait_for_signal"), w.waiter);
+  std::set<uint32_t> tids;
+  for (const TableRow& r : by_pid) tids.insert(r.tid);
+  EXPECT_TRUE(tids.count(w.waiter.waker_tid)) << "the signaller, the process's other thread, blocks too";
+  EXPECT_EQ(rows_with(by_pid, "wl_sleep_for").rows, 0u);
+
+  const auto by_tid = table_rows(report(w, "--tid " + std::to_string(w.waiter.waker_tid)).out);
+  ASSERT_FALSE(by_tid.empty());
+  EXPECT_EQ(texts(by_tid), subset(rows, [&](const TableRow& r) { return r.tid == w.waiter.waker_tid; }));
+  EXPECT_EQ(rows_with(by_tid, "wl_wait_for_signal").rows, 0u);
+
+  const std::string two = std::to_string(pid) + "," + std::to_string(w.sleeper.tid);
+  const auto by_pids = table_rows(report(w, "--pid " + two).out);
+  EXPECT_EQ(texts(by_pids), subset(rows, [&](const TableRow& r) { return r.pid == pid || r.pid == w.sleeper.tid; }));
+  expect_truth(rows_with(by_pids, "wl_sleep_for"), w.sleeper);
+  expect_truth(rows_with(by_pids, "wl_wait_for_signal"), w.waiter);
+  EXPECT_LT(by_pids.size(), rows.size()) << "the shell's own blocks are left out";
+}
+
+// --min leaves out the stacks (a blocked stack with one waker) below it, by time or by share
+// of the total: the folded lines at or above it, and no other.
+TEST(Report, MinimumKeepsExactlyTheStacksAboveIt) {
+  const TwoWorkloads& w = two_workloads();
+  const auto all = lines_of(report(w, "--folded").out);
+  ASSERT_FALSE(all.empty());
+  uint64_t total = 0;
+  for (const auto& l : all) total += weight(l);
+  struct Case {
+    std::string min;
+    uint64_t ns;
+  } cases[] = {{"20ms", 20'000'000}, {"20000us", 20'000'000}, {"10%", (total + 9) / 10}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.min);
+    const auto big = lines_of(report(w, "--folded --min " + c.min).out);
+    ASSERT_FALSE(big.empty());
+    EXPECT_EQ(big, subset(all, [&](const std::string& l) { return weight(l) >= c.ns; }));
+    EXPECT_LT(big.size(), all.size());
+    // The waiter's blocks are one stack of 200 ms (one waker, one waker stack): kept whole.
+    EXPECT_NEAR(static_cast<double>(folded_ns_of(big, "wl_wait_for_signal")), static_cast<double>(w.waiter.blocked_ns),
+                kBlockedTimeTolerance * static_cast<double>(w.waiter.blocked_ns));
+  }
+}
+
+// wl_lengths: three blocked stacks of one thread whose order differs by every key (see the
+// workload). Each table shows all three rows, in the key's order, with the workload's own
+// total (within 5%), count (exact), average and longest block (within 5%). --user-only,
+// so that a block ended late (no kernel stack, counted by the recorder) is not a row of its own.
+TEST(Report, SortKeysAndColumnsMatchTheTruth) {
+  const Recording& r = recording("wl_lengths", "");
+  ASSERT_EQ(r.record.status, 0) << r.record.err;
+  const auto truth = parse_block_truth(r.record.out);
+  ASSERT_EQ(truth.size(), 44u) << r.record.out;
+  const std::vector<std::string> functions = {"wl_short_naps", "wl_long_naps", "wl_mixed_naps"};
+  struct Key {
+    std::string sort;
+    std::vector<std::string> order;
+    std::function<double(const TableRow&)> column;
+  } keys[] = {
+      {"time", {"wl_long_naps", "wl_short_naps", "wl_mixed_naps"}, [](const TableRow& x) { return x.ns; }},
+      {"count", {"wl_short_naps", "wl_mixed_naps", "wl_long_naps"}, [](const TableRow& x) { return double(x.count); }},
+      {"avg", {"wl_long_naps", "wl_mixed_naps", "wl_short_naps"}, [](const TableRow& x) { return x.avg_ns; }},
+      {"max", {"wl_mixed_naps", "wl_long_naps", "wl_short_naps"}, [](const TableRow& x) { return x.max_ns; }},
+  };
+  std::multiset<std::string> first_rows;
+  for (const Key& k : keys) {
+    SCOPED_TRACE(k.sort);
+    auto out = report(r, "--user-only --sort " + k.sort);
+    ASSERT_EQ(out.status, 0) << out.err;
+    const auto rows = table_rows(out.out);
+    // Every row in the key's order, ours and the others (start-up, exit).
+    for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(k.column(rows[i - 1]), k.column(rows[i])) << out.out;
+    std::vector<std::string> order;
+    for (const TableRow& row : rows)
+      for (const std::string& f : functions)
+        if (row.stack.rfind(f + " <- ", 0) == 0) {
+          order.push_back(f);
+          SCOPED_TRACE(f);
+          const BlockSum want = sum_blocks(truth, f);
+          const double tol = kBlockedTimeTolerance;
+          EXPECT_NEAR(row.ns, double(want.ns), tol * double(want.ns));
+          EXPECT_EQ(row.count, want.count);
+          EXPECT_NEAR(row.avg_ns, double(want.ns) / double(want.count), tol * double(want.ns) / double(want.count));
+          EXPECT_NEAR(row.max_ns, double(want.max_ns), tol * double(want.max_ns));
+        }
+    EXPECT_EQ(order, k.order) << out.out;
+    const auto row_texts = texts(rows);
+    const std::multiset<std::string> these(row_texts.begin(), row_texts.end());
+    if (first_rows.empty()) first_rows = these;
+    else EXPECT_EQ(these, first_rows) << "every key orders the same rows";
+  }
+  EXPECT_EQ(report(r, "--user-only").out, report(r, "--user-only --sort time").out)
+      << "time is the default order";
 }
 
 // Bad input: a status scripts can rely on, never a crash. A file that cannot be read is one line;

@@ -1,0 +1,83 @@
+/* Blocks of known lengths and counts in three functions of one thread, each its own blocked
+ * stack (a clock_nanosleep issued inline, woken by the timer interrupt), chosen so that the
+ * three order differently by every key of perf offwake report --sort:
+ *
+ *   function        blocks              total   count  avg     max
+ *   wl_short_naps   30 x 4 ms           120 ms  30     4 ms    4 ms
+ *   wl_long_naps     4 x 40 ms          160 ms   4     40 ms   40 ms
+ *   wl_mixed_naps    9 x 2 ms + 60 ms    78 ms  10     7.8 ms  60 ms
+ *
+ * time: long, short, mixed; count: short, mixed, long; avg: long, mixed, short; max: mixed,
+ * long, short. Every block is under 5 ms or over 35 ms: --max-block or --min-block 20 ms
+ * splits them in two known sets (the short ones, and the long ones with the mixed one's 60 ms).
+ *
+ * The thread is SCHED_FIFO (needs CAP_SYS_NICE), so that other load on the machine does not
+ * stretch a block by keeping it on the run queue after its timer. Prints the truth line of
+ * each function, and each block as it measured it:
+ *   block tid=T function=F ns=N
+ * in the order they happened. */
+#define _GNU_SOURCE
+#include "wl_common.h"
+
+static int tid;
+
+static void print_block(const char *function, uint64_t ns)
+{
+	printf("block tid=%d function=%s ns=%llu\n", tid, function, (unsigned long long)ns);
+}
+
+/* Each function sleeps the lengths it is given, prints each block, and returns their sum. */
+WL_NOINLINE uint64_t wl_short_naps(const long *ms, long n)
+{
+	uint64_t sum = 0, ns;
+	long i;
+
+	for (i = 0; i < n; i++) {
+		sum += ns = wl_block_ms(ms[i]);
+		print_block("wl_short_naps", ns);
+	}
+	return sum;
+}
+
+WL_NOINLINE uint64_t wl_long_naps(const long *ms, long n)
+{
+	uint64_t sum = 0, ns;
+	long i;
+
+	for (i = 0; i < n; i++) {
+		sum += ns = wl_block_ms(ms[i]);
+		print_block("wl_long_naps", ns);
+	}
+	return sum;
+}
+
+WL_NOINLINE uint64_t wl_mixed_naps(const long *ms, long n)
+{
+	uint64_t sum = 0, ns;
+	long i;
+
+	for (i = 0; i < n; i++) {
+		sum += ns = wl_block_ms(ms[i]);
+		print_block("wl_mixed_naps", ns);
+	}
+	return sum;
+}
+
+int main(void)
+{
+	static const long short_ms[30] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+					   4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
+	static const long long_ms[4] = { 40, 40, 40, 40 };
+	static const long mixed_ms[10] = { 2, 2, 2, 2, 60, 2, 2, 2, 2, 2 };
+	uint64_t short_ns, long_ns, mixed_ns;
+
+	tid = wl_gettid();
+	wl_become_fifo();
+	short_ns = wl_short_naps(short_ms, 30);
+	long_ns = wl_long_naps(long_ms, 4);
+	mixed_ns = wl_mixed_naps(mixed_ms, 10);
+	wl_print_truth(tid, "wl_short_naps", short_ns, 30, 0, "[hardirq]");
+	wl_print_truth(tid, "wl_long_naps", long_ns, 4, 0, "[hardirq]");
+	wl_print_truth(tid, "wl_mixed_naps", mixed_ns, 10, 0, "[hardirq]");
+	return 0;
+}
