@@ -25,6 +25,7 @@ struct TaskChange {
   Kind kind = Kind::kExit;
   uint32_t parent_tgid = 0;  // kFork: the forking process
   uint32_t tgid = 0, tid = 0;
+  uint32_t cpu = 0;  // where it happened (kExit: where a block left open ends)
 };
 
 using OrderedEvent = std::variant<SchedEvent, TaskChange>;
