@@ -132,7 +132,7 @@ class TracepointBlocks : public BlockSource {
  private:
   void feed(uint64_t time, sched::OrderedEvent&& ev) {
     if (auto* e = std::get_if<sched::SchedEvent>(&ev)) {
-      // An event that came after a younger one was released (see TimeOrder): the pairer
+      // An event that came after a younger one was released (see PassOrder): the pairer
       // takes time order only, so it is moved up to the time already reached, and counted.
       if (e->time < now_) {
         e->time = now_;
