@@ -344,7 +344,7 @@ Status Converter::carry(Record r) {
     sid = &m->sample_id;
   } else if (auto* t = std::get_if<perfdata::TaskRecord>(&r)) {
     if (t->exit) {
-      pairer_->exit(t->tid);
+      pairer_->exit(t->tid, t->time, t->sample_id.cpu);
     } else {
       tgid_of_[t->tid] = t->pid;
       if (t->pid != t->ppid) {

@@ -1,5 +1,6 @@
 #include "record/tracepoint_blocks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
@@ -60,6 +61,7 @@ class TracepointBlocks : public BlockSource {
         return it->second;
       };
     if (o.timeline) o.timeline = [this](const offwake_event& e) { ended_.push_back(e); };
+    o.every_switch = true;  // system-wide, on every CPU
     pairer_.emplace(std::move(o));
   }
 
@@ -83,7 +85,7 @@ class TracepointBlocks : public BlockSource {
     using sched::TaskChange;
     if (const auto* t = std::get_if<perfdata::TaskRecord>(&r)) {
       if (t->exit) {
-        tp_.add_task_change(t->time, {TaskChange::Kind::kExit, 0, t->pid, t->tid});
+        tp_.add_task_change(t->time, {TaskChange::Kind::kExit, 0, t->pid, t->tid, t->sample_id.cpu});
       } else if (t->pid != t->ppid) {  // a new process, not a new thread
         if (follow_forks_ && targets_.count(t->ppid)) targets_.insert(t->pid);
         tp_.add_task_change(t->time, {TaskChange::Kind::kFork, t->ppid, t->pid, t->tid});
@@ -94,7 +96,7 @@ class TracepointBlocks : public BlockSource {
   }
 
   Status step(const EventFn& timeline) override {
-    tp_.release([this](uint64_t, sched::OrderedEvent&& e) { feed(std::move(e)); });
+    tp_.release([this](uint64_t time, sched::OrderedEvent&& e) { feed(time, std::move(e)); });
     return hand_over(timeline);
   }
 
@@ -105,7 +107,7 @@ class TracepointBlocks : public BlockSource {
   }
 
   Status finish(const EventFn& timeline) override {
-    tp_.release([this](uint64_t, sched::OrderedEvent&& e) { feed(std::move(e)); }, true);
+    tp_.release([this](uint64_t time, sched::OrderedEvent&& e) { feed(time, std::move(e)); }, true);
     pairer_->finish(stop_ns_);
     return hand_over(timeline);
   }
@@ -128,9 +130,9 @@ class TracepointBlocks : public BlockSource {
   bool is_target(uint32_t pid) override { return targets_.empty() || targets_.count(pid); }
 
  private:
-  void feed(sched::OrderedEvent&& ev) {
+  void feed(uint64_t time, sched::OrderedEvent&& ev) {
     if (auto* e = std::get_if<sched::SchedEvent>(&ev)) {
-      // An event that came after a younger one was released (see TimeOrder): the pairer
+      // An event that came after a younger one was released (see PassOrder): the pairer
       // takes time order only, so it is moved up to the time already reached, and counted.
       if (e->time < now_) {
         e->time = now_;
@@ -145,7 +147,7 @@ class TracepointBlocks : public BlockSource {
       case sched::TaskChange::Kind::kFork: pairer_->fork(c.parent_tgid, c.tgid); break;
       case sched::TaskChange::Kind::kExec: pairer_->exec(c.tid); break;
       case sched::TaskChange::Kind::kExit:
-        pairer_->exit(c.tid);
+        pairer_->exit(c.tid, std::max(time, now_), c.cpu);
         kthreads_.erase(c.tid);  // the tid may come back as another thread
         break;
     }

@@ -84,10 +84,12 @@ void BlockPairer::exec(uint32_t tid) {
   ++t.generation;
 }
 
-void BlockPairer::exit(uint32_t tid) {
+void BlockPairer::exit(uint32_t tid, uint64_t time, uint32_t cpu) {
   auto it = threads_.find(tid);
   if (it == threads_.end()) return;
-  // A pid that comes back is another thread; a block still open never ends.
+  // An exiting thread is running: a block still open lost its switch-in, as in switch_out.
+  if (it->second.blocked && it->second.block_ts <= time) end_late(tid, it->second, time, cpu);
+  // A pid that comes back is another thread.
   const uint64_t next = it->second.generation + 1;
   threads_.erase(it);
   threads_[tid].generation = next;
@@ -98,6 +100,11 @@ void BlockPairer::add(const SchedEvent& e) {
     waking(e);
     return;
   }
+  // The CPU switches away from a task it was not seen to switch to: the kernel gave no event
+  // for a switch (on this kind of VM, mostly out of the idle task). Counted, as the BPF
+  // programs count the switches they were not run for: a block of that task may end late.
+  if (auto it = cpu_current_.find(e.cpu); opt_.every_switch && it != cpu_current_.end() && it->second != e.prev_tid)
+    ++counters_.untraced_switches;
   // Idle (tid 0) neither blocks nor is woken.
   if (e.prev_tid) switch_out(e);
   if (e.next_tid) switch_in(e);
@@ -109,13 +116,7 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   t.tgid = e.pid ? e.pid : t.tgid;
   t.comm = e.prev_comm;
   t.running_on = -1;
-  // It ran with a block still open: its switch-in was not seen. The block ended at its
-  // wakeup if there was one, else now; its stacks were taken at its switch-out.
-  if (t.blocked) {
-    ++counters_.late_ends;
-    const bool own = t.woken && !t.wake_on_cpu && t.wake_ts >= t.block_ts;
-    end_block(e.prev_tid, t, own && t.wake_ts <= e.time ? t.wake_ts : e.time, e.cpu, own, OFFWAKE_WAKER_NONE);
-  }
+  if (t.blocked) end_late(e.prev_tid, t, e.time, e.cpu);
   const bool blocks = e.prev_state && state_wanted(e.prev_state, opt_.state_mask) && wanted(e.prev_tid, t);
   // Only a wakeup that came on the way in belongs to the block starting now.
   if (!blocks || !t.wake_on_cpu) t.woken = t.wake_on_cpu = false;
@@ -125,6 +126,14 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   split(e.callchain, true, t.kern, t.user);
   t.block_ts = e.time;
   t.blocked = true;
+}
+
+// It ran with a block still open: its switch-in was not seen. The block ended at its wakeup
+// if there was one, else `now` (an upper bound); its stacks were taken at its switch-out.
+void BlockPairer::end_late(uint32_t tid, Thread& t, uint64_t now, uint32_t cpu) {
+  ++counters_.late_ends;
+  const bool own = t.woken && !t.wake_on_cpu && t.wake_ts >= t.block_ts;
+  end_block(tid, t, own && t.wake_ts <= now ? t.wake_ts : now, cpu, own, OFFWAKE_WAKER_NONE);
 }
 
 void BlockPairer::switch_in(const SchedEvent& e) {

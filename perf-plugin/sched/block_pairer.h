@@ -41,6 +41,10 @@ struct PairerOptions {
   // Whether a thread is a kernel thread (for the thread filters and "kthread" wakers);
   // unset: none is.
   std::function<bool(uint32_t tid)> is_kernel_thread;
+  // Every switch of every CPU is fed (the live tracepoint back end, not a per-task
+  // recording): a CPU seen to switch away from a task it was not seen to switch to is a switch
+  // the kernel gave no event for, counted in untraced_switches.
+  bool every_switch = false;
   // With a timeline: every kept block goes here as it ends, and nothing is aggregated.
   std::function<void(const offwake_event&)> timeline;
 };
@@ -52,10 +56,12 @@ class BlockPairer : public StackTraceSource {
   // Events must come in time order (ties in any order).
   void add(const SchedEvent& e);
   // Process `child` was forked by `parent` (follow_forks); a thread `tid` exec'd or exited:
-  // a later block of the same tid is another identity.
+  // a later block of the same tid is another identity. A thread that exits at `time` (on
+  // `cpu`) with its block still open ran again without its switch-in being traced: that block
+  // ends late there (see switch_out), rather than vanishing with the thread.
   void fork(uint32_t parent_tgid, uint32_t child_tgid);
   void exec(uint32_t tid);
-  void exit(uint32_t tid);
+  void exit(uint32_t tid, uint64_t time, uint32_t cpu);
   // The recording stopped at `stop`: blocks still open are counted up to it, as the BPF
   // back end does (still_blocked, WAKER_STILL_BLOCKED).
   void finish(uint64_t stop);
@@ -94,6 +100,8 @@ class BlockPairer : public StackTraceSource {
   void switch_out(const SchedEvent& e);
   void switch_in(const SchedEvent& e);
   void waking(const SchedEvent& e);
+  // t runs (seen at `now` on `cpu`) with its block still open: its switch-in was not traced.
+  void end_late(uint32_t tid, Thread& t, uint64_t now, uint32_t cpu);
   // t's open block ended at `end`: kept (aggregated or sent) or filtered, and counted.
   void end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu, bool with_waker, uint32_t no_waker);
   bool kernel_thread(uint32_t tid) const;

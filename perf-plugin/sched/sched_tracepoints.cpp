@@ -39,7 +39,7 @@ Result<SchedTracepoints> SchedTracepoints::open(SchedDecoder decoder, const Sche
 Status SchedTracepoints::read() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  pass_start_ = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  order_.begin_pass(static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec));
   return set_.drain([&](size_t buffer, const perfdata::Record& r) -> Status {
     if (const auto* l = std::get_if<perfdata::LostRecord>(&r)) {
       lost_ += l->lost;
@@ -69,7 +69,7 @@ void SchedTracepoints::add_task_change(uint64_t time, const TaskChange& c) {
 
 void SchedTracepoints::release(const std::function<void(uint64_t, OrderedEvent&&)>& fn, bool all) {
   if (all) order_.flush(fn);
-  else order_.end_pass(pass_start_, fn);
+  else order_.end_pass(fn);
 }
 
 }  // namespace offwake::sched

@@ -3,16 +3,16 @@
 // system-wide (a waker can be any thread), every record sampled with its kernel and user
 // callchain and raw payload. Each record becomes a SchedEvent (raw fields decoded by
 // SchedDecoder with libtraceevent); the per-CPU ring buffers are merged into one time order
-// (TimeOrder) together with the forks, execs and exits the tracking events report.
+// (PassOrder) together with the forks, execs and exits the tracking events report.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <variant>
 
+#include "sched/pass_order.h"
 #include "sched/sched_decoder.h"
 #include "sched/sched_event.h"
-#include "perfdata/time_order_queue.h"
 #include "tracking/perf_event_set.h"
 #include "util/result.h"
 
@@ -25,6 +25,7 @@ struct TaskChange {
   Kind kind = Kind::kExit;
   uint32_t parent_tgid = 0;  // kFork: the forking process
   uint32_t tgid = 0, tid = 0;
+  uint32_t cpu = 0;  // where it happened (kExit: where a block left open ends)
 };
 
 using OrderedEvent = std::variant<SchedEvent, TaskChange>;
@@ -65,8 +66,7 @@ class SchedTracepoints {
 
   SchedDecoder decoder_;
   PerfEventSet set_;
-  perfdata::TimeOrder<OrderedEvent> order_;
-  uint64_t pass_start_ = 0;
+  PassOrder<OrderedEvent> order_;
   uint64_t lost_ = 0, undecodable_ = 0;
 };
 

@@ -207,5 +207,77 @@ TEST(BlockPairer, WakeupBeforeTheSwitchOutBelongsToThatBlock) {
   EXPECT_EQ(p.aggregates()[0].key.waker_tid, 20u);
 }
 
+// A thread's last block whose switch-in is not traced (the CPU it ran on idled): it exits with
+// the block still open. The block ends there, late, as when the thread is next seen switching
+// out, and is counted; it does not vanish with the thread. The times are a vfork child's:
+// switched out at .479393, woken by the timer at .481425, exited at .481471.
+TEST(BlockPairer, AThreadThatExitsWithItsBlockOpenEndsItLate) {
+  std::vector<offwake_event> sent;
+  PairerOptions o = options();
+  o.timeline = [&](const offwake_event& e) { sent.push_back(e); };
+  BlockPairer p(o);
+  constexpr uint64_t kOut = 479'393'000, kWoken = 481'425'000, kExit = 481'471'000;
+  p.add(switch_ev(kOut, 1, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(waking_ev(kWoken, 1, 0, 0, 10, OFFWAKE_WAKER_HARDIRQ, chain({5}, {})));
+  p.exit(10, kExit, 1);
+  // Woken, never seen running, gone: no wakeup, ended at the exit.
+  p.add(switch_ev(kExit + 1 * kMs, 0, 11, 11, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.exit(11, kExit + 3 * kMs, 0);
+  // The tid comes back as another thread with nothing open: its switch-in ends nothing.
+  p.add(switch_ev(kExit + 4 * kMs, 0, 0, 0, 0, 10));
+  p.finish(kExit + 5 * kMs);
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].key.tid, 10u);
+  EXPECT_EQ(sent[0].start_ns, kOut);
+  EXPECT_EQ(sent[0].end_ns, kWoken);  // ended at its wakeup, the best bound there is
+  EXPECT_EQ(sent[0].key.waker_flags, OFFWAKE_WAKER_HARDIRQ);
+  EXPECT_EQ(sent[0].cpu, 1u);
+  EXPECT_EQ(sent[1].key.tid, 11u);
+  EXPECT_EQ(sent[1].end_ns, kExit + 3 * kMs);  // no wakeup seen: up to the exit
+  EXPECT_EQ(sent[1].key.waker_flags, OFFWAKE_WAKER_NONE);
+  EXPECT_EQ(p.counters().blocks, 2u);
+  EXPECT_EQ(p.counters().late_ends, 2u);
+  EXPECT_EQ(p.counters().missed_wakeups, 1u);
+  EXPECT_EQ(p.counters().still_blocked, 0u);
+}
+
+// A thread that exits after its block ended normally ends nothing more.
+TEST(BlockPairer, AnExitAfterTheSwitchInEndsNothing) {
+  BlockPairer p(options());
+  p.add(switch_ev(0, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(waking_ev(2 * kMs, 1, 20, 20, 10, 0, chain({3}, {4})));
+  p.add(switch_ev(3 * kMs, 0, 0, 0, 0, 10));
+  p.exit(10, 4 * kMs, 0);
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  EXPECT_EQ(p.aggregates()[0].value.total_ns, 3 * kMs);
+  EXPECT_EQ(p.counters().blocks, 1u);
+  EXPECT_EQ(p.counters().late_ends, 0u);
+}
+
+// The kernel gave no event for CPU 1's switch from idle to thread 10 (this kind of VM does
+// that): the next switch of that CPU is away from a task it was not seen to switch to. Counted,
+// and the block of 10 ends late, at its wakeup.
+TEST(BlockPairer, ASwitchTheKernelDidNotTraceIsCounted) {
+  PairerOptions o = options();
+  o.every_switch = true;
+  BlockPairer p(o);
+  p.add(switch_ev(0, 1, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(waking_ev(2 * kMs, 0, 20, 20, 10, 0, chain({3}, {4})));
+  // (untraced: CPU 1 switches from idle to 10 at 2.1 ms)
+  p.add(switch_ev(5 * kMs, 1, 10, 10, 0, 0));
+  p.add(switch_ev(6 * kMs, 0, 20, 20, 0, 0));  // CPU 0's first switch: nothing to compare with
+  EXPECT_EQ(p.counters().untraced_switches, 1u);
+  EXPECT_EQ(p.counters().late_ends, 1u);
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  EXPECT_EQ(p.aggregates()[0].value.total_ns, 2 * kMs);
+  EXPECT_EQ(p.aggregates()[0].key.waker_tid, 20u);
+  // A per-task recording (perf offwake convert of perf record -p) sees a CPU's switches of its
+  // tasks only: no such count there.
+  BlockPairer q(options());
+  q.add(switch_ev(0, 1, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  q.add(switch_ev(5 * kMs, 1, 11, 11, 0, 0));
+  EXPECT_EQ(q.counters().untraced_switches, 0u);
+}
+
 }  // namespace
 }  // namespace offwake::sched

@@ -1,7 +1,9 @@
 /* Two processes: the child blocks COUNT times in wl_wait_for_message on read() of a pipe;
  * the parent sleeps MS milliseconds, then writes one message from wl_send_message. Both
  * syscalls are issued inline so that the named functions are the user leaves. The child
- * prints the truth line, with the parent as the waker. */
+ * prints the truth line, with the parent as the waker. With -c CPU the child runs on that CPU
+ * only, from before its first read (the parent stays where it was started, e.g. by taskset):
+ * waker and wakee on two given CPUs. */
 #define _GNU_SOURCE
 #include <sys/wait.h>
 
@@ -23,18 +25,31 @@ WL_NOINLINE void wl_send_message(int fd)
 
 int main(int argc, char **argv)
 {
-	long count = 20, ms = 20, blocks = 0, i;
+	long count = 20, ms = 20, blocks = 0, child_cpu = -1, i;
 	uint64_t blocked = 0;
 	int fds[2], status;
 	pid_t child;
 
 	wl_parse_args(argc, argv, &count, &ms);
+	for (i = 1; i + 1 < argc; i += 2)
+		if (strcmp(argv[i], "-c") == 0)
+			child_cpu = atol(argv[i + 1]);
 	if (pipe(fds) != 0)
 		return 1;
 	child = fork();
 	if (child < 0)
 		return 1;
 	if (child == 0) {
+		if (child_cpu >= 0) {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET((int)child_cpu, &set);
+			if (sched_setaffinity(0, sizeof set, &set) != 0) {
+				perror("sched_setaffinity");
+				_exit(7);
+			}
+		}
 		close(fds[1]);
 		for (i = 0; i < count; i++)
 			blocked += wl_wait_for_message(fds[0], &blocks);
