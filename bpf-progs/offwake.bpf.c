@@ -262,8 +262,20 @@ struct {
 	__uint(max_entries, 1);
 } user_work_zero SEC(".maps");
 
-/* Set by user space once the scheduler programs are detached: the end of the recording. */
+/* The end of the recording (bpf_ktime_get_ns() time), set by user space before it detaches the
+ * scheduler programs: from then on they record nothing, so that no block ends, starts or is
+ * woken after the time that the blocks still open are counted up to (offwake_end_blocks).
+ * Detaching takes time of its own, and lazily a grace period follows for parked user stacks:
+ * a stop taken after those counted every open block tens of milliseconds too long. */
 __u64 stop_ns = 0;
+
+/* Whether the recording has stopped by `now`. */
+static __always_inline int stopped(__u64 now)
+{
+	__u64 stop = *(volatile __u64 *)&stop_ns;
+
+	return stop && now >= stop;
+}
 /* Blocks parked for their user stack in sys_exit mode (no task work), machine-wide: sys_exit,
  * which runs on every system call, does nothing else while there are none. */
 __s64 parked = 0;
@@ -1194,8 +1206,11 @@ int BPF_PROG(offwake_switch, _Bool preempt, struct task_struct *prev, struct tas
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 zero = 0, *last = bpf_map_lookup_elem(&cpu_current, &zero);
+	__u32 zero = 0, *last;
 
+	if (stopped(now))
+		return 0;
+	last = bpf_map_lookup_elem(&cpu_current, &zero);
 	if (last) {
 		if (*last && *last != (__u32)prev->pid) {
 			struct offwake_counters *c = cpu_counters();
@@ -1237,7 +1252,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	__u64 now, so_far;
 	__u32 irq, on_cpu;
 
-	if (!task_wanted(p))
+	if (!task_wanted(p) || stopped(bpf_ktime_get_ns()))
 		return 0;
 	c = cpu_counters();
 	if (!wakee_blocked(p)) {
