@@ -11,10 +11,11 @@
  *     (bpf_task_work_schedule_resume, Linux 6.18). Without that kfunc (or with the kernel's
  *     user walker) only blocks inside a system call are deferred, to its sys_exit.
  * sched_waking, in the waker's context: remember the waker and take its kernel and user
- *     stacks. With a duration filter, a block that cannot be kept by then (shorter than
- *     --min-block so far, or already longer than --max-block) gets only the wakeup's time:
- *     if it reaches --min-block on the run queue after all, it is kept without its waker
- *     (OFFWAKE_WAKER_EARLY, counted). A wakeup of a task that is still runnable ends no
+ *     stacks. With a duration filter, a block already longer than --max-block gets nothing,
+ *     and one shorter than --min-block so far gets the waker's name, thread and the time
+ *     (what the waker's context gives for the price of a few loads), but no stacks: if it
+ *     reaches --min-block on the run queue after all, it is kept with that waker, marked
+ *     OFFWAKE_WAKER_EARLY and counted. A wakeup of a task that is still runnable ends no
  *     block: ignored.
  * sched_switch, next was blocked: the block ends now. Filters apply; a kept block's kernel
  *     stack is taken from the sleeping task (bpf_get_task_stack: its kernel stack has not
@@ -73,9 +74,7 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 /* Just the fields we read; CO-RE relocates them to this kernel's layout. */
 struct mm_struct;
 
-struct rq {
-	__u64 clock; /* the scheduler's clock (sched_clock_cpu()), updated as __schedule() starts */
-} __attribute__((preserve_access_index));
+struct rq; /* only its address is taken (preempt_count) */
 
 struct cfs_rq {
 	struct rq *rq;
@@ -90,13 +89,8 @@ struct thread_info {
 	unsigned int cpu;
 } __attribute__((preserve_access_index));
 
-struct sched_info {
-	unsigned long long last_queued; /* rq->clock when last queued after a wakeup, 0 once it runs */
-} __attribute__((preserve_access_index));
-
 struct task_struct {
 	struct thread_info thread_info;
-	struct sched_info sched_info;
 	unsigned int flags;
 	int on_cpu;
 	int on_rq;
@@ -107,11 +101,6 @@ struct task_struct {
 	__u64 self_exec_id;
 	char comm[OFFWAKE_COMM_LEN];
 	struct sched_entity se;
-} __attribute__((preserve_access_index));
-
-/* Architectures that keep the CPU in task_struct, not in thread_info. */
-struct task_struct___cpu {
-	unsigned int cpu;
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
@@ -262,8 +251,20 @@ struct {
 	__uint(max_entries, 1);
 } user_work_zero SEC(".maps");
 
-/* Set by user space once the scheduler programs are detached: the end of the recording. */
+/* The end of the recording (bpf_ktime_get_ns() time), set by user space before it detaches the
+ * scheduler programs: from then on they record nothing, so that no block ends, starts or is
+ * woken after the time that the blocks still open are counted up to (offwake_end_blocks).
+ * Detaching takes time of its own, and lazily a grace period follows for parked user stacks:
+ * a stop taken after those counted every open block tens of milliseconds too long. */
 __u64 stop_ns = 0;
+
+/* Whether the recording has stopped by `now`. */
+static __always_inline int stopped(__u64 now)
+{
+	__u64 stop = *(volatile __u64 *)&stop_ns;
+
+	return stop && now >= stop;
+}
 /* Blocks parked for their user stack in sys_exit mode (no task work), machine-wide: sys_exit,
  * which runs on every system call, does nothing else while there are none. */
 __s64 parked = 0;
@@ -276,29 +277,6 @@ static __always_inline struct offwake_counters *cpu_counters(void)
 }
 
 #define COUNT(c, field) do { if (c) (c)->field++; } while (0)
-
-/* Lazy capture only: the start of recent blocks on each CPU, one slot per tid modulo
- * BLOCK_SLOTS, written at switch-out. The waker of a task reads the slot of the CPU the task
- * blocked on: a slot with its tid holds the start of its current block, or of an earlier one
- * (an untracked block leaves the slot as it was), so the block is at least as long as the slot
- * says, never shorter. A block shorter than --min-block so far is known that way without
- * touching the wakee's task storage, which a switch-out on another CPU just wrote. */
-#define BLOCK_SLOTS 256
-struct block_slot {
-	__u32 tid;
-	__u32 reserved;
-	__u64 start;
-};
-struct block_starts {
-	struct block_slot slot[BLOCK_SLOTS];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct block_starts);
-	__uint(max_entries, 1);
-} block_starts SEC(".maps");
 
 /* The task this CPU last switched to, as seen by offwake_switch. A switch-out of another task
  * means switches went by untraced: on some platforms the kernel runs no BPF program while
@@ -361,55 +339,6 @@ static __always_inline int chains(void)
 static __always_inline int duration_kept(__u64 delta)
 {
 	return delta >= cfg.min_block_ns && !(cfg.max_block_ns && delta > cfg.max_block_ns);
-}
-
-/* The CPU a task last ran on: for a blocked task, the one it blocked on. */
-static __always_inline __u32 task_cpu(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->thread_info.cpu))
-		return t->thread_info.cpu;
-	return ((struct task_struct___cpu *)t)->cpu;
-}
-
-/* Lazily: whether blocked task p's block is shorter than --min-block so far, going by the
- * block_starts slot of the CPU it blocked on (see there). 0 when the slot cannot tell. */
-static __always_inline int short_so_far(struct task_struct *p)
-{
-	struct block_starts *starts;
-	struct block_slot *slot;
-	__u32 zero = 0, tid = p->pid;
-
-	if (!cfg.min_block_ns)
-		return 0;
-	starts = bpf_map_lookup_percpu_elem(&block_starts, &zero, task_cpu(p));
-	if (!starts)
-		return 0;
-	slot = &starts->slot[tid % BLOCK_SLOTS];
-	return slot->tid == tid && bpf_ktime_get_ns() - slot->start < cfg.min_block_ns;
-}
-
-/* When the task being switched in was queued by its wakeup, as bpf_ktime_get_ns() time, from
- * the scheduler's own record (sched_info.last_queued, on its runqueue's clock, whose "now" is
- * rq->clock); 0 if this kernel does not keep it. */
-static __always_inline __u64 queued_at(struct task_struct *t, __u64 now)
-{
-	struct cfs_rq *cfs;
-	struct rq *rq;
-	__u64 queued, clock;
-
-	if (!bpf_core_field_exists(t->sched_info.last_queued) || !bpf_core_field_exists(t->se.cfs_rq))
-		return 0;
-	queued = t->sched_info.last_queued;
-	cfs = t->se.cfs_rq;
-	if (!queued || !cfs)
-		return 0;
-	rq = cfs->rq;
-	if (!rq)
-		return 0;
-	clock = rq->clock;
-	if (queued > clock || clock - queued > now)
-		return 0;
-	return now - (clock - queued);
 }
 
 /* Who a task is: its start time tells a reused pid apart, its exec count an exec. */
@@ -928,7 +857,8 @@ static __always_inline long schedule_user_work(struct task_struct *t)
  * b->pending until its user stack is walked (a parked block is always emitted before the
  * task can block again, so b->pending is free here). A block without a waker of its own gets
  * `no_waker`: OFFWAKE_WAKER_NONE (a missed wakeup) or OFFWAKE_WAKER_STILL_BLOCKED (the
- * recording stopped first). */
+ * recording stopped first). A waker recorded before the block reached --min-block
+ * (OFFWAKE_WAKER_EARLY: named, without stacks or chain) is counted in woken_early. */
 static __always_inline void finish_block(struct task_struct *t, struct offwake_task_block *b, __u64 end, __s64 kern,
 					 int with_waker, __u32 no_waker, int at_switch_in, struct offwake_counters *c)
 {
@@ -960,14 +890,14 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 		/* Both threads had these identities at the wakeup: the blocked one was asleep, the
 		 * waker was running. */
 		stamp = b->wake_ts;
+		if (b->waker_flags & OFFWAKE_WAKER_EARLY)
+			COUNT(c, woken_early);
 	} else {
 		key->waker_flags = no_waker;
 		key->waker_kern_stack_id = OFFWAKE_NO_STACK;
 		key->waker_user_stack_id = OFFWAKE_NO_STACK;
 		if (no_waker == OFFWAKE_WAKER_NONE)
 			COUNT(c, missed_wakeups);
-		else if (no_waker == OFFWAKE_WAKER_EARLY)
-			COUNT(c, woken_early);
 	}
 	if (chains()) {
 		if (with_waker) {
@@ -1141,15 +1071,6 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	}
 	/* Last: a block_ts != 0 tells the other programs the rest is filled in. */
 	b->block_ts = now;
-	if (lazy() && cfg.min_block_ns) {
-		__u32 zero = 0, tid = prev->pid;
-		struct block_starts *starts = bpf_map_lookup_elem(&block_starts, &zero);
-
-		if (starts) {
-			starts->slot[tid % BLOCK_SLOTS].tid = tid;
-			starts->slot[tid % BLOCK_SLOTS].start = now;
-		}
-	}
 }
 
 /* next is switched in: if it was blocked, its off-CPU interval ends now. */
@@ -1157,9 +1078,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
 	struct offwake_counters *c;
 	struct offwake_task_block *b;
-	__u32 no_waker = OFFWAKE_WAKER_NONE;
 	__s64 kern;
-	int own;
 
 	b = bpf_task_storage_get(&task_blocks, next, 0, 0);
 	if (!b)
@@ -1176,16 +1095,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	if (filtered_out(b, now - b->block_ts, c))
 		return;
 	kern = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(next, scratch_slot(SLOT_SWITCH), c);
-	own = waker_of_block(b);
-	/* Lazily, no recorded waker is expected for a block that was woken before it reached
-	 * --min-block: the scheduler's queueing time tells those from missed wakeups. */
-	if (!own && lazy()) {
-		__u64 woken = queued_at(next, now);
-
-		if (woken && woken < b->block_ts + cfg.min_block_ns)
-			no_waker = OFFWAKE_WAKER_EARLY;
-	}
-	finish_block(next, b, now, kern, own, no_waker, 1, c);
+	finish_block(next, b, now, kern, waker_of_block(b), OFFWAKE_WAKER_NONE, 1, c);
 	clear_waker(b); /* used up by this switch-in */
 }
 
@@ -1194,8 +1104,11 @@ int BPF_PROG(offwake_switch, _Bool preempt, struct task_struct *prev, struct tas
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 zero = 0, *last = bpf_map_lookup_elem(&cpu_current, &zero);
+	__u32 zero = 0, *last;
 
+	if (stopped(now))
+		return 0;
+	last = bpf_map_lookup_elem(&cpu_current, &zero);
 	if (last) {
 		if (*last && *last != (__u32)prev->pid) {
 			struct offwake_counters *c = cpu_counters();
@@ -1236,8 +1149,9 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	struct offwake_task_block *b;
 	__u64 now, so_far;
 	__u32 irq, on_cpu;
+	int early;
 
-	if (!task_wanted(p))
+	if (!task_wanted(p) || stopped(bpf_ktime_get_ns()))
 		return 0;
 	c = cpu_counters();
 	if (!wakee_blocked(p)) {
@@ -1245,19 +1159,6 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		return 0;
 	}
 	on_cpu = p->on_cpu;
-	/* Lazily, a wakeup of a block that cannot be kept by now records nothing (no waker, no
-	 * stacks): if the block reaches --min-block on the run queue after all, switch-in finds
-	 * it woken early (woken_early). Most wakeups end here when --min-block filters most
-	 * blocks, and without touching the wakee's task storage when its block start is in the
-	 * block_starts slot of the CPU it blocked on. */
-	if (lazy()) {
-		if (on_cpu) {
-			if (!duration_kept(0))
-				return 0;
-		} else if (short_so_far(p)) {
-			return 0;
-		}
-	}
 	b = on_cpu ? task_block_create(p) : bpf_task_storage_get(&task_blocks, p, 0, 0);
 	if (!b) {
 		if (on_cpu)
@@ -1270,11 +1171,17 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	}
 	now = bpf_ktime_get_ns();
 	so_far = on_cpu ? 0 : now - b->block_ts;
-	if (lazy() && !duration_kept(so_far))
+	/* Lazily, a block already past --max-block is dropped whatever follows: nothing to record.
+	 * One shorter than --min-block so far is usually dropped too, but may yet reach it on the
+	 * run queue: it gets the waker's name and thread, which cost a few loads, not its stacks,
+	 * which cost microseconds (and the waker's context is gone by the time we know). */
+	early = lazy() && so_far < cfg.min_block_ns;
+	if (lazy() && !early && !duration_kept(so_far))
 		return 0;
 
 	irq = irq_context();
-	b->waker_kern_stack_id = current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_WAKING), c);
+	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK
+				       : current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_WAKING), c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
 		b->waker_flags = irq;
@@ -1288,7 +1195,8 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 			__builtin_memcpy(b->waker_comm, "[softirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
 		else
 			__builtin_memcpy(b->waker_comm, "[nmi]\0\0\0\0\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
-		COUNT(c, irq_wakeups);
+		if (!early)
+			COUNT(c, irq_wakeups);
 		if (chains()) {
 			b->chain.hops = 0;
 			b->chain.end = OFFWAKE_CHAIN_END_IRQ;
@@ -1306,14 +1214,25 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 			b->waker_flags |= OFFWAKE_WAKER_KTHREAD;
 			b->waker_user_stack_id = OFFWAKE_NO_STACK;
 		} else {
-			b->waker_user_stack_id = current_user_stack(ctx, scratch_slot(SLOT_WAKING), c);
+			b->waker_user_stack_id =
+				early ? OFFWAKE_NO_STACK : current_user_stack(ctx, scratch_slot(SLOT_WAKING), c);
 		}
-		if (chains())
-			take_chain(b, cur);
+		if (chains()) {
+			if (early) {
+				/* The waker's own chain is a copy per hop: not for blocks mostly dropped. */
+				b->chain.hops = 0;
+				b->chain.end = OFFWAKE_CHAIN_END_NO_WAKER;
+			} else {
+				take_chain(b, cur);
+			}
+		}
 	}
+	if (early)
+		b->waker_flags |= OFFWAKE_WAKER_EARLY;
 	b->wake_ts = now;
 	b->flags = (b->flags & ~TB_WAKE_ON_CPU) | TB_WAKER | (on_cpu ? TB_WAKE_ON_CPU : 0);
-	COUNT(c, wakeups);
+	if (!early)
+		COUNT(c, wakeups);
 	return 0;
 }
 

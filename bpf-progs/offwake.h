@@ -62,9 +62,10 @@
                                          * the waker is the interrupted task, maybe wrongly */
 #define OFFWAKE_WAKER_STILL_BLOCKED 0x40u /* the recording ended first: counted up to its end */
 #define OFFWAKE_WAKER_EARLY 0x80u /* woken before it reached --min-block, and kept because it
-                                   * reached it waiting on the run queue: the waker was not
-                                   * recorded (zero, like OFFWAKE_WAKER_NONE; counted in
-                                   * woken_early) */
+                                   * reached it waiting on the run queue: the waker is named
+                                   * (thread, or interrupt context) but its stacks were not
+                                   * taken (OFFWAKE_NO_STACK) and its chain is not followed
+                                   * (OFFWAKE_CHAIN_END_NO_WAKER); counted in woken_early */
 #define OFFWAKE_WAKER_IRQ_MASK (OFFWAKE_WAKER_HARDIRQ | OFFWAKE_WAKER_SOFTIRQ | OFFWAKE_WAKER_NMI)
 
 /* Wakeup chains (--chain-depth N > 1): who woke the waker, hop by hop. Hop 1 is the key's
@@ -82,8 +83,9 @@
                                       * state --state leaves out) */
 #define OFFWAKE_CHAIN_END_NOT_KEPT 5 /* the last waker's latest block was dropped by --min-block
                                       * or --max-block: it has no stacks */
-#define OFFWAKE_CHAIN_END_NO_WAKER 6 /* the last block has no recorded waker (none seen, woken
-                                      * before --min-block, or still blocked at the stop) */
+#define OFFWAKE_CHAIN_END_NO_WAKER 6 /* the last block has no recorded waker (none seen, or still
+                                      * blocked at the stop), or one without stacks or chain (woken
+                                      * before --min-block) */
 #define OFFWAKE_MAX_CHAIN_DEPTH 8
 
 /* Hop k > 1 of a chain. The blocked thread is the previous hop's waker. */
@@ -189,7 +191,8 @@ struct offwake_counters {
 	__u64 user_stack_exec;      /* user stacks not taken: the task exec'd first */
 	__u64 kernel_stack_not_traced; /* blocked kernel stacks not taken: switch-in not traced */
 	__u64 woken_early;          /* blocks kept that reached --min-block only on the run queue
-	                             * after their wakeup: the waker was not recorded (WAKER_EARLY) */
+	                             * after their wakeup: the waker is named, without its stacks
+	                             * (WAKER_EARLY) */
 	__u64 user_work_scheduled;  /* deferred user stacks taken by a task work (the others at
 	                             * switch-in, from a thread of the process on the CPU) */
 	__u64 user_work_failed;     /* deferred user stacks not taken: the return to user space
@@ -201,8 +204,9 @@ struct offwake_counters {
 	__u64 missed_wakeups;       /* blocks ended with no recorded waker (kept, WAKER_NONE) */
 	__u64 filtered;             /* blocks ended but dropped by --min-block/--max-block */
 	__u64 blocks;               /* blocks aggregated, or in timeline mode sent as events */
-	__u64 wakeups;              /* wakeups recorded at sched_waking (lazily: of blocks that had
-	                             * reached --min-block by then) */
+	__u64 wakeups;              /* wakeups recorded at sched_waking, with stacks (lazily: of
+	                             * blocks that had reached --min-block by then; the waker of an
+	                             * earlier one is only named, uncounted here) */
 	__u64 irq_wakeups;          /* ... of which in interrupt context */
 	__u64 runnable_wakeups;     /* wakeups of a task that was still runnable: they end no block,
 	                             * so they are not recorded (and cost no stacks) */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <time.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -25,6 +26,13 @@ namespace offwake::bpf::skel {
 
 namespace offwake::bpf {
 namespace {
+
+// CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+uint64_t monotonic_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 // errno of a libbpf call in 1.x mode: negative return value, errno also set.
 int libbpf_errno(long ret) { return ret < 0 ? static_cast<int>(-ret) : errno; }
@@ -286,7 +294,9 @@ Status OffwakeBpf::attach() {
 }
 
 Status OffwakeBpf::end_open_blocks(uint64_t stop_ns) {
-  skel_->bss->stop_ns = stop_ns;
+  // Normally the stop detach() set. A later one would count open blocks past the time the
+  // programs stopped seeing them end: the earlier of the two.
+  if (!skel_->bss->stop_ns || stop_ns < skel_->bss->stop_ns) skel_->bss->stop_ns = stop_ns;
   LibbpfLogCapture log;
   std::unique_ptr<bpf_link, int (*)(bpf_link*)> link(bpf_program__attach_iter(skel_->progs.offwake_end_blocks, nullptr),
                                                      bpf_link__destroy);
@@ -302,7 +312,12 @@ Status OffwakeBpf::end_open_blocks(uint64_t stop_ns) {
   }
 }
 
-void OffwakeBpf::detach() {
+uint64_t OffwakeBpf::detach() {
+  // The stop comes first: the programs record nothing from then on, while destroying their
+  // links (and lazily the grace below) takes milliseconds. Once is enough (attach() may
+  // detach after a failure, and a caller may detach again).
+  if (!skel_->bss->stop_ns) __atomic_store_n(&skel_->bss->stop_ns, monotonic_now_ns(), __ATOMIC_SEQ_CST);
+  const uint64_t stop = skel_->bss->stop_ns;
   for (bpf_link** link : {&skel_->links.offwake_switch, &skel_->links.offwake_waking}) {
     bpf_link__destroy(*link);
     *link = nullptr;
@@ -316,6 +331,7 @@ void OffwakeBpf::detach() {
     bpf_link__destroy(*link);
     *link = nullptr;
   }
+  return stop;
 }
 
 Status OffwakeBpf::add_target_tgid(uint32_t tgid) {

@@ -94,11 +94,15 @@ class OffwakeBpf {
   ~OffwakeBpf();
 
   Status attach();
-  void detach();
+  // Stops the recording and returns its end (CLOCK_MONOTONIC): the programs record no
+  // switch and no wakeup from that time on, then they are detached. Lazily, the programs
+  // that give parked blocks their user stacks stay a further 20 ms first.
+  uint64_t detach();
 
   // After detach(): blocks that started during the recording and have not ended are ended at
-  // `stop_ns` (CLOCK_MONOTONIC), by a BPF task iterator, and aggregated (or sent) with waker
-  // OFFWAKE_WAKER_STILL_BLOCKED unless already woken; counted in still_blocked.
+  // `stop_ns` (CLOCK_MONOTONIC; detach()'s stop, or an earlier time), by a BPF task iterator,
+  // and aggregated (or sent) with waker OFFWAKE_WAKER_STILL_BLOCKED unless already woken;
+  // counted in still_blocked.
   Status end_open_blocks(uint64_t stop_ns);
 
   // Adds a process to the target set, also while attached. Only with options.tgids set

@@ -333,8 +333,9 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     if (workload_ && workload_->exited()) break;
     if (deadline && monotonic_ns() >= deadline) break;
   }
-  source_->detach();
-  const uint64_t stop = monotonic_ns();
+  // The stop is when the back end stopped recording, not after it finished detaching (which
+  // takes lazily a 20 ms grace): open blocks are counted up to it, no further.
+  const uint64_t stop = source_->detach();
   stats_.duration_ns = stop - start;
   if (Status s = source_->end_open_blocks(stop); !s) {
     // Not fatal: the recording stands, without the blocks still in progress; say so.

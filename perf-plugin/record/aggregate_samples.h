@@ -24,11 +24,9 @@ constexpr PseudoWaker kSoftirqWaker{0x7ffffff1, "[softirq]"};
 constexpr PseudoWaker kNmiWaker{0x7ffffff2, "[nmi]"};
 constexpr PseudoWaker kUnknownWaker{0x7ffffff3, "[no waker seen]"};
 constexpr PseudoWaker kStillBlocked{0x7ffffff4, "[still blocked]"};
-// Woken before --min-block, kept because the wait on the run queue made up the rest: only the
-// wakeup's time was recorded (perf offwake record --min-block).
-constexpr PseudoWaker kEarlyWaker{0x7ffffff5, "[woken early]"};
-constexpr PseudoWaker kPseudoWakers[] = {kHardirqWaker, kSoftirqWaker, kNmiWaker,
-                                         kUnknownWaker, kStillBlocked, kEarlyWaker};
+// 0x7ffffff5 was "[woken early]": a block woken before --min-block has its waker named now
+// (OFFWAKE_WAKER_EARLY), as a thread or interrupt context, without stacks.
+constexpr PseudoWaker kPseudoWakers[] = {kHardirqWaker, kSoftirqWaker, kNmiWaker, kUnknownWaker, kStillBlocked};
 
 // The pseudo-thread for a key's waker, or nullptr when the waker is a real thread.
 const PseudoWaker* pseudo_waker(uint32_t waker_flags);

@@ -40,9 +40,10 @@ class BlockSource {
   virtual Status read() { return ok_status(); }
   virtual void tracking(const perfdata::Record&) {}
   virtual Status step(const EventFn& timeline) = 0;
-  // Stops watching; then blocks still open are counted up to `stop_ns` (CLOCK_MONOTONIC).
+  // Stops watching and returns the end of the recording (CLOCK_MONOTONIC): nothing after it
+  // is recorded. Then blocks still open are counted up to `stop_ns`, that end.
   // A failure of end_open_blocks() is a warning: the recording stands without them.
-  virtual void detach() = 0;
+  virtual uint64_t detach() = 0;
   virtual Status end_open_blocks(uint64_t stop_ns) = 0;
   // After end_open_blocks() and the last tracking records: the rest of the timeline.
   virtual Status finish(const EventFn& timeline) = 0;

@@ -27,7 +27,7 @@ class BpfBlocks : public BlockSource {
     return n ? ok_status() : Status(n.error());
   }
 
-  void detach() override { bpf_.detach(); }
+  uint64_t detach() override { return bpf_.detach(); }
   Status end_open_blocks(uint64_t stop_ns) override { return bpf_.end_open_blocks(stop_ns); }
 
   // Programs still running on other CPUs may submit late: read until the kernel's count of

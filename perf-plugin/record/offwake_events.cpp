@@ -68,10 +68,11 @@ const char* offwake_state_letters(uint32_t state) {
 const char* offwake_waker_context(uint32_t flags) {
   if (flags & OFFWAKE_WAKER_STILL_BLOCKED) return "still-blocked";
   if (flags & OFFWAKE_WAKER_NONE) return "none";
-  if (flags & OFFWAKE_WAKER_EARLY) return "early";
   if (flags & OFFWAKE_WAKER_NMI) return "nmi";
   if (flags & OFFWAKE_WAKER_HARDIRQ) return "hardirq";
   if (flags & OFFWAKE_WAKER_SOFTIRQ) return "softirq";
+  // A thread named without its stacks (woken before --min-block).
+  if (flags & OFFWAKE_WAKER_EARLY) return "early";
   return "thread";
 }
 

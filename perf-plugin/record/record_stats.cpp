@@ -154,10 +154,11 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           u(m.in_progress),
           u(c.stack_captures[0] + c.stack_captures[1]), u(c.stack_collision[0] + c.stack_collision[1]));
   fprintf(out,
-          "[ perf offwake record: %llu blocks without a waker (%llu no wakeup seen, %llu woken before --min-block); "
+          "[ perf offwake record: %llu blocks without a waker (%llu no wakeup seen); %llu woken before "
+          "--min-block (waker named, its stacks not taken); "
           "%llu ended late (switch-in not traced); %llu switches untraced by the kernel; %llu still blocked "
           "at the stop (counted up to it) ]\n",
-          u(c.missed_wakeups + c.woken_early), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
+          u(c.missed_wakeups), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
           u(c.untraced_switches), u(c.still_blocked));
   if (s.tracepoint)
     fprintf(out,

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tracking/perf_event_set.h"
+
 namespace offwake {
 
 std::function<bool(uint64_t)> leading_frames_to_drop(std::shared_ptr<const Kallsyms> kallsyms, bool sched_frames) {
@@ -100,7 +102,10 @@ class TracepointBlocks : public BlockSource {
     return hand_over(timeline);
   }
 
-  void detach() override { tp_.disable(); }
+  uint64_t detach() override {
+    tp_.disable();
+    return monotonic_ns();
+  }
   Status end_open_blocks(uint64_t stop_ns) override {
     stop_ns_ = stop_ns;
     return tp_.read();  // what the ring buffers still hold; the pairer ends the rest at finish()

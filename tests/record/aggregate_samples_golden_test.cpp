@@ -1,8 +1,9 @@
 // Without a wakeup chain (--chain-depth 1, the default), the samples of aggregates are exactly
 // what they were before chains existed: the golden file was written by the code of commit
 // 87878db, the last one without chains, from the same aggregates (this test, with
-// convert() returning the pair it returned then). Regenerate only with a
-// reason: OFFWAKE_REGENERATE_GOLDEN=1.
+// convert() returning the pair it returned then). One change since, regenerated: an
+// OFFWAKE_WAKER_EARLY aggregate names its waker thread (without stacks), where its waker was
+// the "[woken early]" pseudo thread. Regenerate only with a reason: OFFWAKE_REGENERATE_GOLDEN=1.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -46,7 +47,8 @@ std::vector<bpf::Aggregate> aggregates() {
     a.key.user_stack_id = n % 2 ? 2 : OFFWAKE_STORE_ID | 7;
     a.key.state = n % 3 == 0 ? OFFWAKE_STATE_UNINTERRUPTIBLE : OFFWAKE_STATE_INTERRUPTIBLE;
     a.key.waker_flags = flags;
-    const bool thread = flags == 0 || flags == OFFWAKE_WAKER_KTHREAD;
+    // An early waker is a thread named without its stacks.
+    const bool thread = flags == 0 || flags == OFFWAKE_WAKER_KTHREAD || flags == OFFWAKE_WAKER_EARLY;
     a.key.waker_tgid = thread ? 200 + n : 0;
     a.key.waker_tid = thread ? 2000 + n : 0;
     a.key.waker_kern_stack_id = flags & (OFFWAKE_WAKER_NONE | OFFWAKE_WAKER_STILL_BLOCKED | OFFWAKE_WAKER_EARLY)

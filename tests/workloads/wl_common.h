@@ -18,6 +18,7 @@
 #define WL_COMMON_H
 
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +175,14 @@ static inline void wl_parse_args(int argc, char **argv, long *count, long *ms)
 	}
 }
 
+static volatile sig_atomic_t wl_stop;
+
+static inline void wl_on_stop(int sig)
+{
+	(void)sig;
+	wl_stop = 1;
+}
+
 /* main() of a workload that sleeps COUNT times for MS milliseconds in `sleep_for` (which
  * returns the time it blocked) and is woken by the timer interrupt. Inlined: no frame of its
  * own between main and `sleep_for`. */
@@ -182,12 +191,41 @@ static inline __attribute__((always_inline)) int wl_timer_sleeps_main(int argc, 
 								  const char *name)
 {
 	long count = 20, ms = 20, i;
-	uint64_t blocked = 0;
+	uint64_t blocked = 0, ns, shortest = UINT64_MAX, longest = 0, *spans = NULL;
 
 	wl_parse_args(argc, argv, &count, &ms);
-	for (i = 0; i < count; i++)
-		blocked += sleep_for(ms);
+	/* -l: each nap's [start, end] (CLOCK_MONOTONIC, around the call), printed at the end; and
+	 * SIGUSR1 ends the naps early (the one it interrupts is cut short, and counted). */
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-l") != 0)
+			continue;
+		if (!(spans = calloc(2 * (size_t)count, sizeof *spans)))
+			exit(3);
+		signal(SIGUSR1, wl_on_stop);
+	}
+	for (i = 0; i < count && !wl_stop; i++) {
+		uint64_t t0 = wl_now_ns();
+
+		ns = sleep_for(ms);
+		if (spans) {
+			spans[2 * i] = t0;
+			spans[2 * i + 1] = wl_now_ns();
+		}
+		blocked += ns;
+		if (ns < shortest)
+			shortest = ns;
+		if (ns > longest)
+			longest = ns;
+	}
+	count = i;
 	wl_print_truth(wl_gettid(), name, blocked, count, 0, "[hardirq]");
+	/* The extremes, for bounds on single blocks. */
+	printf("naps shortest_ns=%llu longest_ns=%llu\n", (unsigned long long)shortest, (unsigned long long)longest);
+	for (i = 0; spans && i < count; i++)
+		printf("nap start_ns=%llu end_ns=%llu\n", (unsigned long long)spans[2 * i],
+		       (unsigned long long)spans[2 * i + 1]);
+	fflush(stdout);
+	free(spans);
 	return 0;
 }
 

@@ -8,7 +8,10 @@
  * preemption as well: it is left out of the truth and printed on its own line,
  *   impure rounds=K blocked_ns=N
  * so that a reader knows the recorded time may exceed the truth by up to N.
- *   wl_late_run [-n COUNT] [-m MS] */
+ * With -u USECS the FIFO thread writes USECS after the main thread entered read() instead of
+ * as soon as its nap ends (it spins for the rest), so that the wakeup comes at a known offset
+ * into the block, e.g. just before --min-block.
+ *   wl_late_run [-n COUNT] [-m MS] [-u USECS] */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -17,8 +20,10 @@
 #include "wl_common.h"
 
 static int fds[2];
-static long count = 20, ms = 5;
+static long count = 20, ms = 5, wake_us;
 static volatile int waker_tid;
+static volatile uint64_t read_at; /* when the main thread last entered wl_read_one */
+static volatile long reads;        /* ... and how many times it did, after read_at is set */
 static long impure_rounds;
 static uint64_t impure_ns;
 
@@ -29,6 +34,8 @@ WL_NOINLINE uint64_t wl_wait_for_turn(int fd, long *blocks)
 	uint64_t ns;
 
 	getrusage(RUSAGE_THREAD, &before);
+	read_at = wl_now_ns();
+	__atomic_store_n(&reads, reads + 1, __ATOMIC_RELEASE);
 	ns = wl_read_one(fd, blocks);
 	getrusage(RUSAGE_THREAD, &after);
 	if (ns && (after.ru_nivcsw != before.ru_nivcsw || after.ru_nvcsw == before.ru_nvcsw)) {
@@ -56,6 +63,27 @@ static void hold_cpu_ms(long n)
 		;
 }
 
+/* -u: until wake_us after the main thread entered this round's read(). Naps while it has not
+ * got there yet (this thread holds the CPU they share whenever it runs), naps most of the
+ * rest (SCHED_FIFO has no timer slack) and spins the last 100 us. */
+static void wait_into_read(long round)
+{
+	struct timespec poll = { 0, 20000 };
+	uint64_t target, now;
+
+	while (__atomic_load_n(&reads, __ATOMIC_ACQUIRE) <= round)
+		nanosleep(&poll, NULL);
+	target = read_at + (uint64_t)wake_us * 1000;
+	now = wl_now_ns();
+	if (target > now + 100000) {
+		struct timespec rest = { 0, (long)(target - now - 100000) };
+
+		nanosleep(&rest, NULL);
+	}
+	while (wl_now_ns() < target)
+		;
+}
+
 static void *waker(void *arg)
 {
 	struct timespec nap = { 0, 200000 };
@@ -66,6 +94,8 @@ static void *waker(void *arg)
 	waker_tid = wl_gettid();
 	for (i = 0; i < count; i++) {
 		nanosleep(&nap, NULL); /* the main thread gets the CPU, and blocks in read() */
+		if (wake_us)
+			wait_into_read(i);
 		wl_give_turn(fds[1]);
 		hold_cpu_ms(ms); /* ... and waits on the run queue meanwhile */
 	}
@@ -79,6 +109,9 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	wl_parse_args(argc, argv, &count, &ms);
+	for (i = 1; i + 1 < argc; i += 2)
+		if (strcmp(argv[i], "-u") == 0)
+			wake_us = atol(argv[i + 1]);
 	if (pipe(fds) != 0)
 		return 1;
 	wl_pin_to_this_cpu(); /* the waker thread too */
