@@ -25,8 +25,7 @@ size_t record_bytes(const perfdata::Record& r) {
 
 Result<ProcessDescriptions> ProcessDescriptions::take(BuildIdCache& build_ids, bool hold, const RecordCallback& emit,
                                                       size_t hold_limit) {
-  ProcessDescriptions d;
-  d.hold_limit_ = hold_limit;
+  ProcessDescriptions d(true, hold_limit);
   OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) { return d.hold(process_of(r), r, emit); }));
   if (!hold) OFFWAKE_TRY(d.release_all(emit));
   return d;

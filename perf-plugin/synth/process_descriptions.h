@@ -29,6 +29,10 @@ class ProcessDescriptions {
   // none is held any more (the recording describes every process, as a system-wide one).
   static constexpr size_t kDefaultHoldLimit = size_t{64} << 20;
 
+  // Nothing yet; holding (a recording about some processes) or not (system-wide).
+  explicit ProcessDescriptions(bool hold = true, size_t hold_limit = kDefaultHoldLimit)
+      : holding_(hold), hold_limit_(hold_limit) {}
+
   // Every process in /proc now. `hold`: whether processes wait until a sample names them (a
   // recording about some processes), or are all written at once (system-wide).
   static Result<ProcessDescriptions> take(BuildIdCache& build_ids, bool hold, const RecordCallback& emit,
