@@ -28,6 +28,7 @@
 #include "synth/host_info.h"
 #include "synth/kernel_maps.h"
 #include "synth/proc_maps.h"
+#include "synth/process_descriptions.h"
 #include "tracking/tracking_events.h"
 
 namespace offwake {
@@ -128,6 +129,9 @@ class Recorder {
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
   Status write_event(const offwake_event& e);
   Status write_aggregates();
+  bool system_wide() const;
+  Status describe_targets();
+  Status describe(const std::vector<perfdata::SampleRecord>& samples);
   std::optional<Kallsyms> kallsyms_;
   std::optional<AggregateSamples> converter_;
 
@@ -136,6 +140,8 @@ class Recorder {
   std::unique_ptr<BlockSource> source_;
   std::optional<TrackingEvents> tracking_;
   std::optional<perfdata::PerfDataWriter> writer_;
+  std::optional<ProcessDescriptions> descriptions_;
+  std::set<uint32_t> pseudo_described_;
   OffwakeEventIds ids_;
   RecordStats stats_;
   int workload_status_ = 0, workload_signal_ = 0, exec_errno_ = 0;
@@ -234,15 +240,22 @@ bool Recorder::wanted_on_cpu(const perfdata::SampleRecord& s) {
 }
 
 Status Recorder::drain_tracking() {
+  auto emit = [this](const perfdata::Record& d) { return writer_->write(d); };
   return tracking_->drain([&](const perfdata::Record& r) -> Status {
     source_->tracking(r);
     if (const auto* s = std::get_if<perfdata::SampleRecord>(&r)) {
       if (!wanted_on_cpu(*s)) return ok_status();
       ++stats_.on_cpu_samples;
-    } else if (const auto* l = std::get_if<perfdata::LostRecord>(&r)) {
-      stats_.perf_lost += l->lost;
+      OFFWAKE_TRY(descriptions_->describe(s->pid, emit));
+      return writer_->write(r);
     }
-    return writer_->write(r);
+    if (const auto* l = std::get_if<perfdata::LostRecord>(&r)) {
+      stats_.perf_lost += l->lost;
+      return writer_->write(r);
+    }
+    // COMM, MMAP2, FORK, EXIT: of the processes recorded now, of the others once a sample
+    // names them.
+    return descriptions_->tracking(r, [this](uint32_t pid) { return source_->is_target(pid); }, emit);
   });
 }
 
@@ -294,11 +307,13 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   OFFWAKE_TRY(writer_->write(*kmap));
   writer_->add_build_id(kernel_build_id_entry());
   BuildIdCache build_ids;
-  OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) { return writer_->write(r); }));
+  auto descriptions = ProcessDescriptions::take(build_ids, !system_wide(), [&](const perfdata::Record& r) { return writer_->write(r); });
+  if (!descriptions) return descriptions.error();
+  descriptions_.emplace(std::move(descriptions).value());
+  OFFWAKE_TRY(describe_targets());
   OFFWAKE_TRY(writer_->finished_init());
 
   converter_.emplace(source_->stacks(), ids_, &*kallsyms_);
-  OFFWAKE_TRY(write_pseudo_waker_comms(*writer_, ids_));
 
   OFFWAKE_TRY(source_->start());
   const uint64_t start = monotonic_ns();
@@ -360,9 +375,41 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   return ok_status();
 }
 
+// Without a command, -p or -t: the whole machine, as perf record -a.
+bool Recorder::system_wide() const { return opt_.all_cpus || (!workload_ && opt_.pids.empty() && !opt_.tid); }
+
+// At the start, what perf record synthesizes: every process system-wide (written already),
+// else the processes the recording is about (the command, not yet exec'd, or -p's). The
+// others wait until a sample names them (describe()).
+Status Recorder::describe_targets() {
+  auto emit = [this](const perfdata::Record& r) { return writer_->write(r); };
+  if (workload_) OFFWAKE_TRY(descriptions_->describe(static_cast<uint32_t>(workload_->pid()), emit));
+  for (uint32_t pid : opt_.pids) OFFWAKE_TRY(descriptions_->describe(pid, emit));
+  return ok_status();
+}
+
+// Before a group of samples (a block, its waker and hops), the records that name their threads,
+// each once: a pseudo-waker's COMM, a process not described yet (a waker from outside, -t's
+// process). What /proc said at the start is stamped with time 0, as perf stamps what it
+// synthesizes, and the kernel's records with their time: perf sorts them before the samples
+// that need them wherever they are in the file, for there are no FINISHED_ROUND records (see
+// run()). Written before the group, which stays contiguous.
+Status Recorder::describe(const std::vector<perfdata::SampleRecord>& samples) {
+  auto emit = [this](const perfdata::Record& r) { return writer_->write(r); };
+  for (const auto& s : samples) {
+    if (const PseudoWaker* p = pseudo_waker_of_tid(s.tid)) {
+      if (pseudo_described_.insert(p->tid).second) OFFWAKE_TRY(write_pseudo_waker_comm(*writer_, ids_, *p));
+      continue;
+    }
+    OFFWAKE_TRY(descriptions_->describe(s.pid, emit));
+  }
+  return ok_status();
+}
+
 // --timeline: one block, as its pair of samples.
 Status Recorder::write_event(const offwake_event& e) {
   auto samples = converter_->convert(e);
+  OFFWAKE_TRY(describe(samples));
   for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
   stats_.offwake_samples += samples.size();
   ++stats_.timeline_events;
@@ -378,6 +425,7 @@ Status Recorder::write_aggregates() {
   OFFWAKE_TRY(source_->visit_aggregates([&](std::span<const bpf::Aggregate> batch) -> Status {
     for (const auto& a : batch) {
       auto samples = convert.convert(a, time);
+      OFFWAKE_TRY(describe(samples));
       for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
       stats_.offwake_samples += samples.size();
       stats_.blocked_ns += a.value.total_ns;

@@ -10,15 +10,23 @@
 
 namespace offwake {
 
+Status write_pseudo_waker_comm(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids, const PseudoWaker& p) {
+  perfdata::CommRecord c;
+  c.pid = c.tid = p.tid;
+  c.comm = p.comm;
+  c.sample_id = {p.tid, p.tid, 0, ids.waker, 0, 0};
+  return w.write(c);
+}
+
 Status write_pseudo_waker_comms(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids) {
-  for (const PseudoWaker& p : kPseudoWakers) {
-    perfdata::CommRecord c;
-    c.pid = c.tid = p.tid;
-    c.comm = p.comm;
-    c.sample_id = {p.tid, p.tid, 0, ids.waker, 0, 0};
-    OFFWAKE_TRY(w.write(c));
-  }
+  for (const PseudoWaker& p : kPseudoWakers) OFFWAKE_TRY(write_pseudo_waker_comm(w, ids, p));
   return ok_status();
+}
+
+const PseudoWaker* pseudo_waker_of_tid(uint32_t tid) {
+  for (const PseudoWaker& p : kPseudoWakers)
+    if (p.tid == tid) return &p;
+  return nullptr;
 }
 
 Status write_losses_and_stats(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids, const RecordStats& stats,

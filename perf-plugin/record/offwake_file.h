@@ -7,14 +7,20 @@
 #include <string>
 
 #include "perfdata/writer.h"
+#include "record/aggregate_samples.h"
 #include "record/offwake_events.h"
 #include "record/record_stats.h"
 #include "util/result.h"
 
 namespace offwake {
 
-// COMM records for the pseudo-threads of wakers that are not threads ("[hardirq]", ...).
+// COMM records for the pseudo-threads of wakers that are not threads ("[hardirq]", ...):
+// one, or all of them.
+Status write_pseudo_waker_comm(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids, const PseudoWaker& p);
 Status write_pseudo_waker_comms(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids);
+
+// The pseudo-thread whose tid this is, or nullptr for a real thread.
+const PseudoWaker* pseudo_waker_of_tid(uint32_t tid);
 
 // At the end: blocks that never became a sample as a LOST_SAMPLES record of offwake-time
 // (stamped `time`), and in a file the counters as our feature section.
