@@ -340,11 +340,14 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     // with (or before) the first events of its child.
     OFFWAKE_TRY(source_->read());
     OFFWAKE_TRY(drain_tracking());
-    // No FINISHED_ROUND records: aggregated samples, written at the end, are stamped with a
-    // time during the recording (when their threads were who they name), and a timeline
-    // block ended late is dated back to its wakeup. Both are older than a round perf may have
-    // flushed already, so perf sorts the whole file instead.
     OFFWAKE_TRY(source_->step(write_event));
+    // --timeline: a FINISHED_ROUND after each pass, so that perf and perf offwake report put
+    // the file in order a round at a time. A block is dated back to its wakeup (or its start,
+    // without one), so one written later may be older than a round perf has handed on: the
+    // writer keeps only the rounds that hold (PerfDataWriter::end_round). Not for aggregated
+    // samples: written at the end, stamped with a time during the recording, they would
+    // undo every round.
+    if (opt_.timeline) OFFWAKE_TRY(writer_->end_round());
     if (workload_ && workload_->exited()) break;
     if (deadline && monotonic_ns() >= deadline) break;
   }

@@ -45,6 +45,10 @@ class PerfDataReader {
 
   // The next data record; nullopt at the end.
   Result<std::optional<Record>> next();
+  // File mode: the record at `offset` (an input_offset() taken before the next() that read
+  // it), read again, without moving where next() reads. For a reader that orders a file by
+  // an index of (time, offset) rather than holding the records.
+  Result<Record> read_at(uint64_t offset);
   // How far the reading is, in bytes of input, and the input's size (0 for a stream): for
   // progress reports.
   uint64_t input_offset() const { return offset_; }
@@ -65,7 +69,7 @@ class PerfDataReader {
   FileInfo info_;
   std::vector<EventDesc> events_;
   uint64_t offset_ = 0;    // of the next record, for messages and file-mode bounds
-  uint64_t data_end_ = 0;  // file mode
+  uint64_t data_start_ = 0, data_end_ = 0;  // file mode
   Bytes record_;
 };
 

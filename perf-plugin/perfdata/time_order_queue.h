@@ -120,6 +120,7 @@ class FileRounds {
     return queue_.flush(fn);
   }
   uint64_t late() const { return queue_.late(); }
+  size_t waiting() const { return queue_.pending(); }
 
  private:
   TimeOrder<T> queue_{0};

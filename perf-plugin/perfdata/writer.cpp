@@ -135,11 +135,18 @@ Status PerfDataWriter::emit(Result<Bytes> record) {
   return ok_status();
 }
 
+void PerfDataWriter::timed(uint64_t time) {
+  written_since_round_ = true;
+  newest_ = std::max(newest_, time);
+  if (!rounds_.empty()) rounds_.back().oldest_after = std::min(rounds_.back().oldest_after, time);
+}
+
 Status PerfDataWriter::write(const SampleRecord& r) {
   auto attr = attr_for(r.id);
   if (!attr) return attr.error();
   // Count the sample and widen HEADER_SAMPLE_TIME only once it is in the output.
   OFFWAKE_TRY(emit(encode_sample(**attr, r)));
+  timed(r.time);
   ++stats_.samples;
   if (r.time) {
     first_time_ = std::min(first_time_, r.time);
@@ -148,21 +155,73 @@ Status PerfDataWriter::write(const SampleRecord& r) {
   return ok_status();
 }
 
-Status PerfDataWriter::write(const CommRecord& r) { return emit(encode_comm(events_[0].attr, r)); }
+// Readers order non-sample records by their sample_id's time (0 without sample_id_all).
+Status PerfDataWriter::write(const CommRecord& r) {
+  OFFWAKE_TRY(emit(encode_comm(events_[0].attr, r)));
+  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
+  return ok_status();
+}
 
 Status PerfDataWriter::write(const Mmap2Record& r) {
   if (!r.build_id.empty()) {
     add_build_id(BuildIdEntry{-1, r.cpumode, r.build_id, r.filename});
   }
-  return emit(encode_mmap2(events_[0].attr, r));
+  OFFWAKE_TRY(emit(encode_mmap2(events_[0].attr, r)));
+  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
+  return ok_status();
 }
 
-Status PerfDataWriter::write(const TaskRecord& r) { return emit(encode_task(events_[0].attr, r)); }
-Status PerfDataWriter::write(const LostRecord& r) { return emit(encode_lost(events_[0].attr, r)); }
+Status PerfDataWriter::write(const TaskRecord& r) {
+  OFFWAKE_TRY(emit(encode_task(events_[0].attr, r)));
+  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
+  return ok_status();
+}
+Status PerfDataWriter::write(const LostRecord& r) {
+  OFFWAKE_TRY(emit(encode_lost(events_[0].attr, r)));
+  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
+  return ok_status();
+}
 Status PerfDataWriter::write(const LostSamplesRecord& r) {
-  return emit(encode_lost_samples(events_[0].attr, r));
+  OFFWAKE_TRY(emit(encode_lost_samples(events_[0].attr, r)));
+  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
+  return ok_status();
 }
 Status PerfDataWriter::finished_round() { return emit(encode_finished_round()); }
+
+Status PerfDataWriter::end_round() {
+  if (mode_ == Mode::kPipe || !written_since_round_) return ok_status();
+  const uint64_t at = sink_->position();
+  OFFWAKE_TRY(emit(encode_finished_round()));
+  rounds_.push_back({at, newest_, UINT64_MAX});
+  written_since_round_ = false;
+  return ok_status();
+}
+
+// perf hands on, at a FINISHED_ROUND, what is not newer than the newest record before the
+// FINISHED_ROUND it kept before it. So of two rounds kept one after the other, a and b, every
+// record after b must be at least as new as the newest before a. From the first round on,
+// keep each round whose records after it are all new enough for the last round kept: a round
+// dropped only merges two rounds, and the oldest record after a round can only grow with the
+// round's place, so keeping the earliest that fits loses no later one.
+Status PerfDataWriter::settle_rounds() {
+  uint64_t oldest = UINT64_MAX;  // of the records after round i
+  for (size_t i = rounds_.size(); i-- > 0;) {
+    oldest = std::min(oldest, rounds_[i].oldest_after);
+    rounds_[i].oldest_after = oldest;
+  }
+  const Bytes init = encode_finished_init();
+  const Round* kept = nullptr;
+  for (const Round& r : rounds_) {
+    if (!kept || r.oldest_after >= kept->newest_before) {
+      kept = &r;
+      ++stats_.rounds;
+      continue;
+    }
+    OFFWAKE_TRY(sink_->write_at(r.offset, init));
+    ++stats_.rounds_dropped;
+  }
+  return ok_status();
+}
 Status PerfDataWriter::finished_init() { return emit(encode_finished_init()); }
 
 Status PerfDataWriter::write(const Record& r) {
@@ -193,6 +252,7 @@ Status PerfDataWriter::close() {
     return ok_status();
   }
   const uint64_t data_end = sink_->position();
+  OFFWAKE_TRY(settle_rounds());
   FeatureSections features = encode_host_features(host_);
   features[kFeatEventDesc] = encode_event_desc(events_);
   if (!build_ids_.empty()) features[kFeatBuildId] = encode_build_ids(build_ids_);

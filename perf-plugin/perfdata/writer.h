@@ -43,6 +43,8 @@ struct WriterStats {
   uint64_t records = 0;
   uint64_t samples = 0;
   uint64_t bytes = 0;  // total bytes of the output when closed
+  uint64_t rounds = 0;          // end_round() FINISHED_ROUND records kept by close()
+  uint64_t rounds_dropped = 0;  // ... and overwritten, because a later record was too old for them
 };
 
 class PerfDataWriter {
@@ -67,8 +69,18 @@ class PerfDataWriter {
   Status write(const LostRecord& r);
   Status write(const LostSamplesRecord& r);
   Status write(const Record& r);
-  Status finished_round();
+  Status finished_round();  // written as asked (tests, copies of another file's records)
   Status finished_init();
+  // The end of a pass over every source (perf record writes a FINISHED_ROUND after each pass
+  // over its ring buffers), so that readers can put the records in time order a round at a
+  // time instead of sorting the whole file. perf's readers hand on, at each FINISHED_ROUND,
+  // the records not newer than the newest one before the previous FINISHED_ROUND; a round is
+  // right only if no record after it is older than that. A writer's caller cannot promise it
+  // (a --timeline block is written when it ends, stamped with its wakeup or its start), so
+  // the writer checks it: in file mode close() keeps the rounds that every later record kept
+  // to, and overwrites the others with FINISHED_INIT (the same 8 bytes, no payload, which
+  // readers pass over). A stream cannot be rewritten: in pipe mode this writes nothing.
+  Status end_round();
 
   // A binary the samples refer to, e.g. the kernel's build id for "[kernel.kallsyms]".
   void add_build_id(const BuildIdEntry& entry);
@@ -90,6 +102,8 @@ class PerfDataWriter {
   PerfDataWriter() = default;
   Status begin();
   Status emit(Result<Bytes> record);
+  void timed(uint64_t time);  // a record of this time was written
+  Status settle_rounds();     // close(): overwrite the end_round() rounds that do not hold
   Result<const perf_event_attr*> attr_for(uint64_t id) const;
 
   std::unique_ptr<ByteSink> sink_;
@@ -102,6 +116,14 @@ class PerfDataWriter {
   std::set<std::pair<std::string, std::string>> build_id_seen_;  // (filename, hex)
   uint64_t data_offset_ = 0;
   uint64_t first_time_ = UINT64_MAX, last_time_ = 0;
+  // end_round()'s FINISHED_ROUND records, in file order: where each is, the newest record
+  // before it, and the oldest record between it and the next one.
+  struct Round {
+    uint64_t offset, newest_before, oldest_after;
+  };
+  std::vector<Round> rounds_;
+  uint64_t newest_ = 0;           // of every timed record so far
+  bool written_since_round_ = false;
   std::string final_path_;  // file mode only
   PendingFile temp_;
   bool closed_ = false;

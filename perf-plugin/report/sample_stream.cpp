@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "perfdata/format.h"
+#include "perfdata/time_order.h"
 #include "record/offwake_events.h"
 
 namespace offwake::report {
@@ -12,45 +14,65 @@ using perfdata::SampleRecord;
 
 namespace {
 
-uint64_t record_time(const Record& r) {
-  return std::visit(
-      [](const auto& rec) -> uint64_t {
-        using T = std::decay_t<decltype(rec)>;
-        if constexpr (std::is_same_v<T, SampleRecord>) return rec.time;
-        else if constexpr (requires { rec.sample_id; }) return rec.sample_id.time;
-        else return 0;
-      },
-      r);
+// The records perf record adds of its own (FINISHED_INIT, THREAD_MAP, ...), not the kernel's.
+bool untimed(const Record& r) {
+  if (std::holds_alternative<perfdata::FinishedInitRecord>(r)) return true;
+  const auto* o = std::get_if<perfdata::OtherRecord>(&r);
+  return o && o->type >= perfdata::kRecordHeaderAttr;
 }
 
 }  // namespace
 
 Status SampleStream::run(SampleVisitor& visitor, const std::function<void(uint64_t)>& progress) {
   symbolizer_.add_build_ids(reader_.info().build_ids);
-  std::vector<Record> round;
+  if (reader_.mode() == perfdata::Mode::kFile) {
+    OFFWAKE_TRY(order<uint64_t>(
+        visitor, progress, [](Record&&, uint64_t offset) { return offset; },
+        [this](uint64_t offset) { return reader_.read_at(offset); }));
+  } else {
+    OFFWAKE_TRY(order<Record>(
+        visitor, progress, [](Record&& r, uint64_t) { return std::move(r); },
+        [](Record&& r) -> Result<Record> { return std::move(r); }));
+  }
+  return dispatch_pending(visitor);
+}
+
+template <typename Held, typename Keep, typename Take>
+Status SampleStream::order(SampleVisitor& visitor, const std::function<void(uint64_t)>& progress, Keep keep,
+                           Take take) {
+  perfdata::FileRounds<Held> rounds;
+  Status failed = ok_status();
+  auto hand_on = [&](uint64_t, Held held) {
+    if (!failed) return;
+    Result<Record> r = take(std::move(held));
+    failed = r ? handle(*r, visitor) : Status(r.error());
+  };
   uint64_t records = 0;
   for (;;) {
+    const uint64_t offset = reader_.input_offset();
     auto next = reader_.next();
     if (!next) return next.error();
     if (!*next) break;
     if (progress && (++records & 0xffff) == 0) progress(records);
     Record& r = **next;
     if (std::holds_alternative<perfdata::FinishedRoundRecord>(r)) {
-      OFFWAKE_TRY(flush(round, visitor));
+      ++stats_.rounds;
+      stats_.most_waiting = std::max<uint64_t>(stats_.most_waiting, rounds.waiting());
+      rounds.round(hand_on);
+      OFFWAKE_TRY(failed);
       continue;
     }
-    round.push_back(std::move(r));
+    if (untimed(r)) {
+      OFFWAKE_TRY(handle(r, visitor));  // as perf does: perf's own records have no time
+      continue;
+    }
+    const uint64_t time = perfdata::record_time(r, reader_.events()[0].attr);
+    rounds.add(time, keep(std::move(r), offset));
   }
-  OFFWAKE_TRY(flush(round, visitor));
-  return dispatch_pending(visitor);
-}
-
-Status SampleStream::flush(std::vector<Record>& round, SampleVisitor& visitor) {
-  std::stable_sort(round.begin(), round.end(),
-                   [](const Record& a, const Record& b) { return record_time(a) < record_time(b); });
-  for (Record& r : round) OFFWAKE_TRY(handle(r, visitor));
-  round.clear();
-  return ok_status();
+  stats_.most_waiting = std::max<uint64_t>(stats_.most_waiting, rounds.waiting());
+  rounds.rest(hand_on);
+  stats_.out_of_order = rounds.late();
+  return failed;
 }
 
 Status SampleStream::handle(const Record& r, SampleVisitor& visitor) {

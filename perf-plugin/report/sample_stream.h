@@ -1,6 +1,8 @@
-// The samples of a recording in the order perf script gives them: records sorted by time
-// within each round (between FINISHED_ROUND records; all of them when there are none), the
-// symbolizer fed every non-sample record before the samples after it, and each offwake-time
+// The samples of a recording in the order perf script gives them: records in time order by
+// perf's rule for FINISHED_ROUND records (at each one, the records not newer than the previous
+// round's newest are handed on, the rest wait; at the end, everything left; a recording
+// without rounds is thus sorted whole), the symbolizer fed every non-sample record before the
+// samples after it, and each offwake-time
 // sample grouped with the samples that immediately follow it: its offwake-waker sample (hop
 // 1) and, for a wakeup chain (perf offwake record --chain-depth), an offwake-hop-blocked and
 // an offwake-hop-waker sample per further hop, as many as its raw data says. perf offwake
@@ -64,6 +66,11 @@ class SampleStream {
   struct Stats {
     uint64_t groups_cut_short = 0;   // offwake-time samples with fewer hop samples than announced
     uint64_t stray_hop_samples = 0;  // offwake-hop-* samples that follow no offwake-time sample
+    uint64_t rounds = 0;             // FINISHED_ROUND records
+    // Records older than one already handed on (a round that did not hold what it promised):
+    // handed on at the next round, out of time order. perf counts them as "out of order events".
+    uint64_t out_of_order = 0;
+    uint64_t most_waiting = 0;  // the most records held at once, waiting for their round
   };
   const Stats& stats() const { return stats_; }
 
@@ -79,7 +86,12 @@ class SampleStream {
     std::vector<Follower> followers;  // the waker, then hop-blocked, hop-waker, ...
   };
 
-  Status flush(std::vector<perfdata::Record>& round, SampleVisitor& visitor);
+  // Reads every record, holds each as keep(record, offset) gives it until its round hands it
+  // on, then takes it back with take(held) and handles it. A file holds offsets and reads the
+  // records again (a few bytes a record, however large the file and its rounds); a stream
+  // holds the records.
+  template <typename Held, typename Keep, typename Take>
+  Status order(SampleVisitor& visitor, const std::function<void(uint64_t)>& progress, Keep keep, Take take);
   Status handle(const perfdata::Record& r, SampleVisitor& visitor);
   bool follows(const perfdata::EventDesc& e) const;  // the next sample of the pending group?
   // Hands on the pending group, with `last` (of `last_event`) after the samples kept, if set.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "perfdata/reader.h"
+#include "perfdata/time_order.h"
 #include "record/offwake_events.h"
 #include "support/perf_script.h"
 #include "support/run.h"
@@ -72,8 +73,11 @@ uint64_t waiter_ns(const std::string& data, const Truth& t) {
 // before it (272 of 9528 samples in 1 s of `record -a --timeline` on the test machine, by up
 // to 0.95 s). What the writer promises instead, and this guards (the first two are in
 // perf-offwake-record(1), the third follows from blocks being written as they end):
-//  - no FINISHED_ROUND record: perf (and our SampleStream) then sort the whole file, where a
-//    round would let them hand on a round's samples before an older block written later;
+//  - FINISHED_ROUND records (file mode: PerfDataWriter::end_round after each pass) only where
+//    perf's rule holds: no record after a round is older than the newest record before the
+//    round ahead of it, so that perf and our SampleStream, which hand on at each round what
+//    is not newer than that, never hand on a round's samples before an older block written
+//    later (perf would count it among "out of order events");
 //  - every offwake-time sample followed at once by its offwake-waker sample (and its hop
 //    samples, as many as its raw data says), with its time, period and CPU, so that the sort
 //    keeps them together and readers pair them;
@@ -88,12 +92,22 @@ size_t expect_writer_order(const std::string& data) {
   std::optional<perfdata::SampleRecord> group;  // the offwake-time sample whose followers are due
   std::vector<std::string> due;                 // the names of those followers, in order
   size_t blocks = 0;
+  uint64_t newest = 0, newest_before_round = 0, newest_before_previous_round = 0;
   for (uint64_t index = 0;; ++index) {
     auto next = reader->next();
     EXPECT_TRUE(next) << data << ": " << next.error().message();
     if (!next || !*next) break;
     const perfdata::Record& r = **next;
-    EXPECT_FALSE(std::holds_alternative<perfdata::FinishedRoundRecord>(r)) << "a FINISHED_ROUND record (#" << index << ")";
+    if (std::holds_alternative<perfdata::FinishedRoundRecord>(r)) {
+      EXPECT_EQ(reader->mode(), perfdata::Mode::kFile) << "a FINISHED_ROUND record in a stream (#" << index << ")";
+      newest_before_previous_round = newest_before_round;
+      newest_before_round = newest;
+      continue;
+    }
+    if (std::holds_alternative<perfdata::FinishedInitRecord>(r)) continue;  // a round dropped, or the first
+    const uint64_t time = perfdata::record_time(r, reader->events()[0].attr);
+    EXPECT_GE(time, newest_before_previous_round) << "record #" << index << " is older than a round perf has handed on";
+    newest = std::max(newest, time);
     const auto* s = std::get_if<perfdata::SampleRecord>(&r);
     const perfdata::EventDesc* e = s ? reader->event_for(*s) : nullptr;
     if (!due.empty()) {
