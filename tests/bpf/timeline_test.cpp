@@ -149,7 +149,7 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
   ASSERT_TRUE(fn);
   const int ncpus = libbpf_num_possible_cpus();
 
-  uint64_t total = 0, count = 0;
+  uint64_t total = 0, count = 0, no_waker = 0, no_waker_ns = 0;
   std::map<uint32_t, uint64_t> last_end;  // per tid
   for (const offwake_event& e : run.events) {
     SCOPED_TRACE(describe(e));
@@ -168,7 +168,10 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
     if (!stack_hits(frames_of(*run.stacks, e.key.user_stack_id), *fn)) continue;
     total += duration(e);
     ++count;
-    if (!(e.key.waker_flags & OFFWAKE_WAKER_NONE)) {
+    if (e.key.waker_flags & OFFWAKE_WAKER_NONE) {
+      ++no_waker;
+      no_waker_ns += duration(e);
+    } else {
       EXPECT_EQ(static_cast<int>(e.key.waker_tid), t.waker_tid);
     }
   }
@@ -182,6 +185,11 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
   // Exact: one event per block (see check_against_truth in offwake_bpf_test.cpp for the one
   // way heavy load could make it one off).
   EXPECT_EQ(count, t.count);
+  // Blocks without a waker (sched_waking not seen): as rarely as the truth allows, in number
+  // and in time (max_missed_blocks, max_missed_ns: support/tolerances.h), and each counted.
+  EXPECT_LE(no_waker, test::max_missed_blocks(t.count)) << "events without a waker";
+  EXPECT_LE(no_waker_ns, test::max_missed_ns(t.blocked_ns, t.count)) << "ns of events without a waker";
+  EXPECT_LE(no_waker, run.counters.missed_wakeups);
 
   // Sent instead of aggregated, and nothing lost.
   EXPECT_TRUE(run.aggregates.empty());

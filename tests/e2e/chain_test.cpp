@@ -62,17 +62,21 @@ struct Expected {
   const char* comm = "";
 };
 
-// relay-third's blocked time in wl_relay_wait_pass, all of it and the part whose samples are
-// followed by exactly `chain`. All of it within 5% of the workload's measure
-// (kBlockedTimeTolerance), at least 90% with the whole chain (kWholeChainShare): see
-// support/tolerances.h.
-std::pair<uint64_t, uint64_t> third_time(const std::vector<ScriptSample>& samples, const Relay& r,
-                                         const std::vector<Expected>& chain) {
-  uint64_t all = 0, whole = 0;
+// relay-third's blocks in wl_relay_wait_pass: their number (from the raw payloads), their
+// time, and the part of it whose samples are followed by exactly `chain`.
+struct ThirdTime {
+  uint64_t blocks = 0, all = 0, whole = 0;
+};
+
+// All of the time within 5% of the workload's measure (kBlockedTimeTolerance), at least 90%
+// with the whole chain (kWholeChainShare): see support/tolerances.h. The blocks exactly as many.
+ThirdTime third_time(const std::vector<ScriptSample>& samples, const Relay& r, const std::vector<Expected>& chain) {
+  uint64_t all = 0, whole = 0, blocks = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     const ScriptSample& s = samples[i];
     if (s.event != "offwake-time" || s.tid != r.third || !s.has_frame("wl_relay_wait_pass")) continue;
     all += s.period;
+    blocks += s.blocks;
     bool ok = true;
     for (size_t k = 0; ok && k < chain.size(); ++k) {
       if (i + 1 + k >= samples.size()) {
@@ -89,15 +93,23 @@ std::pair<uint64_t, uint64_t> third_time(const std::vector<ScriptSample>& sample
       ok = samples[i + 1 + chain.size()].event.rfind("offwake-hop-", 0) != 0;
     if (ok) whole += s.period;
   }
-  return {all, whole};
+  return {blocks, all, whole};
 }
 
 void expect_chain(const std::string& perf, const Recorded& r, const std::vector<Expected>& chain) {
   SCOPED_TRACE(perf);
+  // The relay's tids and truth are the workload's own, never 0 (a truth read from the wrong
+  // stream would make every comparison below 0 against 0).
+  ASSERT_TRUE(r.relay.first && r.relay.second && r.relay.third) << "no relay line";
+  ASSERT_EQ(r.relay.third_truth.function, "wl_relay_wait_pass") << "no truth line for relay-third";
+  ASSERT_GT(r.relay.third_truth.count, 0u);
   RunResult script = run(perf + " script " + kPerfScriptFields + " -i " + r.data);
   ASSERT_EQ(script.status, 0) << script.err;
-  auto [all, whole] = third_time(parse_perf_script(script.out), r.relay, chain);
+  auto samples = parse_perf_script(script.out);
+  add_block_counts(samples, r.data);
+  auto [blocks, all, whole] = third_time(samples, r.relay, chain);
   const double truth = static_cast<double>(r.relay.third_truth.blocked_ns);
+  EXPECT_EQ(blocks, r.relay.third_truth.count) << "relay-third's blocks against the workload's count";
   // The workload times its read() from user space: a few microseconds more than the block.
   EXPECT_NEAR(static_cast<double>(all), truth, kBlockedTimeTolerance * truth);
   EXPECT_GE(static_cast<double>(whole), kWholeChainShare * truth) << "of " << all << " ns blocked\n"
@@ -156,7 +168,7 @@ TEST(ChainE2E, PipeAndTimelineCarryTheChain) {
   RunResult piped = run(kOffwake + " record -q --chain-depth 3 -o - -- " + kRelay + " -n 20 -m 20 > " + data);
   ASSERT_EQ(piped.status, 0) << piped.err;
   Recorded r;
-  r.relay = parse_relay(piped.out);
+  r.relay = parse_relay(piped.err);  // with -o -, the workload's standard output goes to stderr
   r.data = data;
   expect_chain(kDebianPerf, r, relay_chain(r.relay, 3));
 }
@@ -234,7 +246,7 @@ def process_event(d):
         if b:
             hops.append('%d:%s:%s' % (b['tid'], b['state'], fn(b['callchain'])))
         hops.append('%d:%s:%s:%s' % (h['tid'], h['context'], fn(h['callchain']), h['end']))
-    print(d['sample']['period'], d['chain_end'], ' '.join(hops))
+    print(d['sample']['period'], d['count'], d['chain_end'], ' '.join(hops))
 )";
   RunResult dicts = run(kOffwake + " script -i " + r.data + " -s " + script);
   ASSERT_EQ(dicts.status, 0) << dicts.err;
@@ -243,17 +255,22 @@ def process_event(d):
                            std::to_string(rl.second) + ":S:wl_relay_wait_kick " + std::to_string(rl.first) +
                            ":thread:wl_relay_kick:None " + std::to_string(rl.first) + ":S:wl_relay_nap " +
                            "2147483632:hardirq:hrtimer_wakeup:interrupt";
-  uint64_t all = 0, whole = 0;
+  uint64_t all = 0, whole = 0, blocks = 0;
   std::istringstream lines(dicts.out);
   std::string line;
   while (std::getline(lines, line)) {
-    const auto space = line.find(' ');
-    if (space == std::string::npos) continue;
-    const uint64_t ns = std::stoull(line.substr(0, space));
+    std::istringstream f(line);
+    uint64_t ns = 0, count = 0;
+    if (!(f >> ns >> count)) continue;
     all += ns;
-    if (line.substr(space + 1) == want) whole += ns;
+    blocks += count;
+    std::string rest;
+    std::getline(f >> std::ws, rest);
+    if (rest == want) whole += ns;
   }
   const double truth = static_cast<double>(rl.third_truth.blocked_ns);
+  EXPECT_EQ(blocks, rl.third_truth.count) << "relay-third's blocks (param_dict['count']) against the workload's\n"
+                                          << dicts.out;
   EXPECT_NEAR(static_cast<double>(all), truth, kBlockedTimeTolerance * truth);
   EXPECT_GE(static_cast<double>(whole), kWholeChainShare * truth) << "want: " << want << "\n" << dicts.out;
 }

@@ -313,7 +313,7 @@ TEST(Edges, UserWalkLeavingTheFrameChainEndsTheStackThere) {
       ASSERT_NE(s->user_leaf(), nullptr);
       EXPECT_EQ(s->user_leaf()->sym, "wl_bad_frame_sleep");
     }
-    expect_within_5_percent(b.ns, r.truth[0].blocked_ns, "wl_bad_frame_sleep");
+    expect_truth_blocks(b, "wl_bad_frame_sleep");
     auto report = run(kOffwake + " report --folded -i " + dir.file("perf.data"));
     EXPECT_EQ(report.status, 0) << report.err;
     EXPECT_NE(report.out.find("wl_bad_frame_sleep"), std::string::npos) << report.out;

@@ -42,24 +42,30 @@ TEST(OnCpu, SpinningAndBlockingFunctionsInTheirOwnEvents) {
   auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
   ASSERT_EQ(script.status, 0);
   EXPECT_EQ(script.err, "");
-  uint64_t on_cpu = 0, spin_leaf = 0, blocked = 0;
-  for (const auto& s : parse_perf_script(script.out)) {
+  uint64_t on_cpu = 0, spin_leaf = 0, blocked = 0, blocks = 0;
+  auto samples = parse_perf_script(script.out);
+  add_block_counts(samples, data);
+  for (const auto& s : samples) {
     if (s.tid != t.tid || s.frames.empty()) continue;
     if (s.event == "cpu-clock") {
       on_cpu += s.period;
       if (s.frames[0].sym == "wl_spin_for") spin_leaf += s.period;
     } else if (s.event == "offwake-time") {
       EXPECT_FALSE(s.has_frame("wl_spin_for"));
-      if (s.has_frame("wl_block_for")) blocked += s.period;
+      if (s.has_frame("wl_block_for")) {
+        blocked += s.period;
+        blocks += s.blocks;
+      }
     }
   }
   // The thread spins half of the time: most on-CPU time is in wl_spin_for (over 80%: the
   // rest is its clock reads, in the kernel, and the loop around it), all of the
-  // off-CPU time in wl_block_for. Sampled on-CPU time within 10% of the thread's CPU time
+  // off-CPU time in wl_block_for. Sampled on-CPU time within 7% of the thread's CPU time
   // (kOnCpuSampledTolerance), measured off-CPU time within 5% (kBlockedTimeTolerance).
   EXPECT_GT(spin_leaf, on_cpu * 8 / 10);
   expect_near(on_cpu, spin_truth(rec.out), kOnCpuSampledTolerance, "on-CPU ns (cpu-clock sampling)");
   expect_near(blocked, t.blocked_ns, kBlockedTimeTolerance, "off-CPU ns");
+  EXPECT_EQ(blocks, t.count) << "blocks in wl_block_for against the workload's count";
 
   auto report = run("perf report --stdio --no-children --sort sym -g none -i " + data);
   EXPECT_EQ(report.err, "");
@@ -78,6 +84,8 @@ TEST(OnCpu, WallclockScriptSumsBothInNanoseconds) {
   const std::string data = dir.file("perf.data");
   auto rec = run(kOffwake + " record --on-cpu -o " + data + " -- " + kWorkloads + "wl_spin_block");
   ASSERT_EQ(rec.status, 0) << rec.err;
+  // Nothing lost: a lost record would take its samples out of the comparison below.
+  EXPECT_NE(rec.err.find("on-CPU; 0 perf records lost"), std::string::npos) << rec.err;
   auto truth = parse_truth(rec.out);
   ASSERT_EQ(truth.size(), 1u);
   auto folded = run("perf script -i " + data + " -s " + kWallclock);

@@ -45,7 +45,7 @@ TEST(Record, CondvarThreadsBlockedTimeAndWaker) {
   ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
   const Truth& t = r.truth[0];
   Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
-  expect_within_5_percent(b.ns, t.blocked_ns);
+  expect_truth_blocks(b);
   ASSERT_FALSE(b.wakers.empty());
   for (const ScriptSample* w : b.wakers) {
     EXPECT_EQ(w->tid, t.waker_tid);
@@ -71,7 +71,7 @@ TEST(Record, PipeBetweenProcessesWakerInOtherProcess) {
   ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
   const Truth& t = r.truth[0];
   Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
-  expect_within_5_percent(b.ns, t.blocked_ns);
+  expect_truth_blocks(b);
   ASSERT_FALSE(b.wakers.empty());
   for (const ScriptSample* w : b.wakers) {
     EXPECT_EQ(w->tid, t.waker_tid);
@@ -89,7 +89,7 @@ TEST(Record, TimerSleepWokenByHardirq) {
   ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
   const Truth& t = r.truth[0];
   Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
-  expect_within_5_percent(b.ns, t.blocked_ns);
+  expect_truth_blocks(b);
   ASSERT_FALSE(b.wakers.empty());
   for (const ScriptSample* w : b.wakers) {
     EXPECT_EQ(w->comm, "[hardirq]");
@@ -107,8 +107,10 @@ TEST(Record, PipeOutputReadByPerfScriptAndReport) {
   auto script = run(std::string("perf script ") + kPerfScriptFields + " -i - < " + dir.file("stream"));
   EXPECT_EQ(script.status, 0);
   EXPECT_EQ(script.err, "");
-  Blocked b = blocked_in(parse_perf_script(script.out), truth[0], blocks_without_waker(rec.err));
-  expect_within_5_percent(b.ns, truth[0].blocked_ns);
+  auto samples = parse_perf_script(script.out);
+  add_block_counts(samples, dir.file("stream"));
+  Blocked b = blocked_in(samples, truth[0], blocks_without_waker(rec.err));
+  expect_truth_blocks(b);
 
   auto report = run("perf report --stdio --no-children --sort sym -g none -i - < " + dir.file("stream"));
   EXPECT_EQ(report.status, 0);
@@ -120,8 +122,8 @@ TEST(Record, PipeOutputReadByPerfScriptAndReport) {
   auto piped = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 5 | perf script -i - " +
                    kPerfScriptFields);
   EXPECT_EQ(piped.status, 0) << piped.err;
-  auto samples = parse_perf_script(piped.out);
-  EXPECT_TRUE(std::any_of(samples.begin(), samples.end(), [](auto& s) { return s.has_frame("wl_sleep_for"); }))
+  auto streamed = parse_perf_script(piped.out);
+  EXPECT_TRUE(std::any_of(streamed.begin(), streamed.end(), [](auto& s) { return s.has_frame("wl_sleep_for"); }))
       << piped.out;
 }
 
@@ -600,16 +602,17 @@ TEST(Record, TwoPidsRecordBoth) {
 // recorder does not (support/tolerances.h).
 // 200 ms of truth: within 5% leaves 10 ms for a preemption on the way into a sleep (30 ms of
 // truth left 1.5 ms, less than one time slice of a busy machine).
+// The stream is kept on its way (tee) for the blocks' counts in its raw payloads.
 TEST(Record, PipeOnStdoutIsPipeMode) {
-  auto r = run(kOffwake + " record -q -- " + kWorkloads + "wl_sleep -n 10 -m 20 | perf script " +
-               kPerfScriptFields + " -i -");
+  TempDir dir;
+  auto r = run("set -o pipefail; " + kOffwake + " record -q -- " + kWorkloads + "wl_sleep -n 10 -m 20 | tee " +
+               dir.file("stream") + " | perf script " + kPerfScriptFields + " -i -");
   ASSERT_EQ(r.status, 0) << r.err;
   auto truth = parse_truth(r.err);
   ASSERT_EQ(truth.size(), 1u) << r.err;
-  uint64_t ns = 0;
-  for (const ScriptSample& s : parse_perf_script(r.out))
-    if (s.event == "offwake-time" && s.tid == truth[0].tid && s.has_frame(truth[0].function)) ns += s.period;
-  expect_within_5_percent(ns, truth[0].blocked_ns);
+  auto samples = parse_perf_script(r.out);
+  add_block_counts(samples, dir.file("stream"));
+  expect_truth_blocks(blocked_in(samples, truth[0]));
 }
 
 // No "[nmi]" test: Linux never wakes a task from NMI context (NMI code defers the wakeup to
@@ -624,7 +627,7 @@ TEST(Record, SoftirqWakerIsNamedSo) {
   expect_clean(r);
   ASSERT_EQ(r.truth.size(), 1u);
   Blocked b = blocked_in(r.samples, r.truth[0], blocks_without_waker(r.record.err));
-  expect_within_5_percent(b.ns, r.truth[0].blocked_ns);
+  expect_truth_blocks(b);
   ASSERT_FALSE(b.wakers.empty());
   for (const ScriptSample* w : b.wakers) {
     EXPECT_EQ(w->comm, "[softirq]");

@@ -16,6 +16,7 @@
 #include "perfdata/reader.h"
 #include "perfdata/time_order.h"
 #include "record/offwake_events.h"
+#include "support/blocked_samples.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
@@ -57,12 +58,18 @@ std::vector<Timed> timed_samples(const std::string& data) {
   return out;
 }
 
-uint64_t waiter_ns(const std::string& data, const Truth& t) {
+// The waiter's blocks in its function as perf script reads them, checked by blocked_in: a
+// waker after each, blocks without one as rarely as the truth allows. Returns their time.
+uint64_t waiter_ns(const std::string& data, const Truth& t, uint64_t* blocks = nullptr, size_t* samples = nullptr) {
   auto r = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
-  uint64_t ns = 0;
-  for (const auto& s : parse_perf_script(r.out))
-    if (s.event == "offwake-time" && s.tid == t.tid && s.has_frame(t.function)) ns += s.period;
-  return ns;
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto parsed = parse_perf_script(r.out);
+  add_block_counts(parsed, data);
+  Blocked b = blocked_in(parsed, t);
+  EXPECT_TRUE(b.counted) << "offwake-time samples without their raw payload";
+  if (blocks) *blocks = b.count;
+  if (samples) *samples = b.blocked.size();
+  return b.ns;
 }
 
 // The order a --timeline recording (file or stream) is written in, read in file order, record
@@ -167,15 +174,16 @@ TEST(Timeline, OneSamplePerBlockWithRealTimestamps) {
     EXPECT_GE(s.time, last) << "perf script's output out of order";
     last = s.time;
   }
-  // Each 20 ms wait is a sample of its own. (Only those in the waiting function: the same
-  // thread also waits in pthread_join at the end, for a time that depends on the moment.)
-  // Exact (see check_against_truth in tests/bpf/offwake_bpf_test.cpp for the one way heavy
-  // load could make it one off); the time within 5% (kBlockedTimeTolerance).
-  auto r = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
-  for (const auto& s : parse_perf_script(r.out))
-    if (s.event == "offwake-time" && s.tid == truth[0].tid && s.has_frame(truth[0].function)) ++waiter_blocks;
+  // Each 20 ms wait is a sample of its own, of one block (its raw payload's count). (Only those
+  // in the waiting function: the same thread also waits in pthread_join at the end, for a time
+  // that depends on the moment.) Exact (see check_against_truth in
+  // tests/bpf/offwake_bpf_test.cpp for the one way heavy load could make it one off); the time
+  // within 5% (kBlockedTimeTolerance); blocks without a waker as rarely as the truth allows.
+  uint64_t counted = 0;
+  const uint64_t ns = waiter_ns(data, truth[0], &counted, &waiter_blocks);
   EXPECT_EQ(waiter_blocks, truth[0].count);
-  EXPECT_LT(rel(waiter_ns(data, truth[0]), truth[0].blocked_ns), kBlockedTimeTolerance);
+  EXPECT_EQ(counted, truth[0].count);
+  EXPECT_LT(rel(ns, truth[0].blocked_ns), kBlockedTimeTolerance);
 }
 
 TEST(Timeline, SumsMatchAggregatedMode) {
@@ -187,9 +195,16 @@ TEST(Timeline, SumsMatchAggregatedMode) {
   auto ta = parse_truth(agg.out), tt = parse_truth(tl.out);
   ASSERT_EQ(ta.size(), 1u);
   ASSERT_EQ(tt.size(), 1u);
-  uint64_t a = waiter_ns(dir.file("agg.data"), ta[0]), t = waiter_ns(dir.file("tl.data"), tt[0]);
+  uint64_t agg_blocks = 0, tl_blocks = 0;
+  size_t tl_samples = 0;
+  uint64_t a = waiter_ns(dir.file("agg.data"), ta[0], &agg_blocks),
+           t = waiter_ns(dir.file("tl.data"), tt[0], &tl_blocks, &tl_samples);
   EXPECT_LT(rel(a, ta[0].blocked_ns), kBlockedTimeTolerance) << a;
   EXPECT_LT(rel(t, tt[0].blocked_ns), kBlockedTimeTolerance) << t;
+  // The blocks, exactly: summed in the aggregated samples, one sample each in the timeline.
+  EXPECT_EQ(agg_blocks, ta[0].count);
+  EXPECT_EQ(tl_blocks, tt[0].count);
+  EXPECT_EQ(tl_samples, tt[0].count);
   // The two modes agree: each run's share of its own truth, within 5 points. The raw totals
   // differ by how much each run oversleeps (10.6% apart in a soak run beside a CPU-bound load).
   const double share_a = static_cast<double>(a) / static_cast<double>(ta[0].blocked_ns);

@@ -36,14 +36,15 @@ Recording record(const TempDir& dir, const std::string& args, const std::string&
   return record_and_script(dir, args, timed, prefix);
 }
 
-// The workload's own truth: blocked time within 5% (kBlockedTimeTolerance), and each waker the
+// The workload's own truth: its count of blocks, their time within 5% (kBlockedTimeTolerance),
+// blocks without a waker as rarely as the truth allows (blocked_in), and each waker the
 // named thread in the named function (or, for a timer, the [hardirq] pseudo-thread in
 // hrtimer_wakeup).
 void expect_truth(const Recording& r) {
   ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
   const Truth& t = r.truth[0];
   Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
-  expect_within_5_percent(b.ns, t.blocked_ns, t.function);
+  expect_truth_blocks(b, t.function);
   ASSERT_FALSE(b.wakers.empty()) << r.record.err << r.script.out.substr(0, 3000);
   for (const ScriptSample* w : b.wakers) {
     if (t.waker_function == "[hardirq]") {

@@ -1,7 +1,12 @@
 #include "support/perf_script.h"
 
+#include <gtest/gtest.h>
+
+#include <deque>
 #include <sstream>
 #include <utility>
+
+#include "support/run.h"
 
 namespace offwake::test {
 
@@ -81,6 +86,32 @@ std::vector<ScriptSample> parse_perf_script(const std::string& text) {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+void add_block_counts(std::vector<ScriptSample>& samples, const std::string& data) {
+  const RunResult r = run(std::string(kDebianPerf) + " script -i " + data + " -s " OFFWAKE_TESTS_DIR "/support/block_counts.py");
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::map<std::pair<uint32_t, uint64_t>, std::deque<uint64_t>> counts;  // (tid, period) -> counts in order
+  size_t printed = 0;
+  std::istringstream in(r.out);
+  uint64_t tid, period, count;
+  while (in >> tid >> period >> count) {
+    counts[{static_cast<uint32_t>(tid), period}].push_back(count);
+    ++printed;
+  }
+  size_t given = 0;
+  for (ScriptSample& s : samples) {
+    if (s.event != "offwake-time") continue;
+    auto it = counts.find({s.tid, s.period});
+    EXPECT_TRUE(it != counts.end() && !it->second.empty())
+        << "no raw payload printed for the offwake-time sample of " << s.tid << " with period " << s.period;
+    if (it == counts.end() || it->second.empty()) continue;
+    s.has_blocks = true;
+    s.blocks = it->second.front();
+    it->second.pop_front();
+    ++given;
+  }
+  EXPECT_EQ(given, printed) << "offwake-time samples in the payloads but not in perf script's text";
 }
 
 namespace {

@@ -30,6 +30,9 @@ struct ScriptSample {
   uint64_t period = 0;
   std::string event;
   std::vector<ScriptFrame> frames;  // leaf first
+  // An offwake-time sample's number of blocks, from its raw payload (add_block_counts()).
+  bool has_blocks = false;
+  uint64_t blocks = 0;
   bool has_frame(const std::string& sym) const;
   bool has_user_frames() const;
   bool has_kernel_frames() const;
@@ -37,6 +40,12 @@ struct ScriptSample {
 };
 
 std::vector<ScriptSample> parse_perf_script(const std::string& text);
+
+// Gives each offwake-time sample of `samples`, parsed from a perf script of `data`, its number
+// of blocks from its raw payload, decoded by Debian perf's own Python (perf script -s
+// support/block_counts.py), matched by thread and period in order. A sample that the script did
+// not print, or one it printed that is not among `samples`, is a test failure.
+void add_block_counts(std::vector<ScriptSample>& samples, const std::string& data);
 
 // "truth tid=... function=... blocked_ns=... count=... waker_tid=... waker_function=..."
 struct Truth {

@@ -3,6 +3,8 @@
 // explained in that test.
 #pragma once
 
+#include <cstdint>
+
 namespace offwake::test {
 
 // Recorded blocked time against the workload's own measure: relative error below 5%.
@@ -29,11 +31,38 @@ inline constexpr double kSameRunPerBlockNs = 500'000.0;
 // failed at 88%: one cut block was more than 10%.
 inline constexpr double kWholeChainShare = 0.9;
 
+// Blocks of a workload's truth that the recording has without a waker ("[no waker seen]") or
+// ended late (switch-in not traced: no kernel stack): at most one per 20 of the truth's blocks
+// (one in a truth of 20 blocks or fewer), and all of them together at most one block's worth
+// of time, the truth's mean block plus one preemption (kPreemptionNs). On this VM sched_waking
+// now and then does not fire on a CPU leaving idle, and no program runs for switches of the
+// init process's threads: none in most recordings, one in about one in twenty. The bound comes
+// from the truth, never from the recording's own summary: a regression that turned correct
+// wakers into counted misses (one wakeup in ten dropped: two of twenty blocks, 40 ms) fails.
+inline constexpr uint64_t kMissedBlocksPer = 20;
+// One preemption between the workload's clock read and its switch, the largest seen here
+// (see kBlockedTimeTolerance): what one block may exceed the truth's mean block by.
+inline constexpr uint64_t kPreemptionNs = 5'000'000;
+
+// How many of `truth_blocks` blocks may lack their waker, or their switch-in.
+inline constexpr uint64_t max_missed_blocks(uint64_t truth_blocks) {
+  return (truth_blocks + kMissedBlocksPer - 1) / kMissedBlocksPer;
+}
+// How much time those blocks may hold in all: one block of the truth's.
+inline constexpr uint64_t max_missed_ns(uint64_t truth_ns, uint64_t truth_blocks) {
+  return truth_blocks == 0 ? 0 : truth_ns / truth_blocks + kPreemptionNs;
+}
+
 // On-CPU time from cpu-clock samples (--on-cpu, 4000 Hz) against the thread's CPU time
-// (CLOCK_THREAD_CPUTIME_ID): relative error below 10%. Sampling estimates, it does not
+// (CLOCK_THREAD_CPUTIME_ID): relative error below 7%. Sampling estimates, it does not
 // measure: each of wl_spin_block's 20 spins loses up to one period at its end (250 us, 1.25%
-// in all), and perf's frequency mode sets the period as it goes, from short first periods.
-inline constexpr double kOnCpuSampledTolerance = 0.10;
+// in all), perf's frequency mode sets the period as it goes, from short first periods, and the
+// thread's samples outside its spins (its start-up, the exec) are counted by the sampler but
+// not by the workload. Measured in 10 runs of wl_spin_block with 8 other builds and test runs
+// beside it (load average 19): the thread's samples +1.5% to +5.1% (110 ms of CPU time in each
+// run), offwake-wallclock.py's wl_spin_for -4.3% to +0.5%. 7% keeps 2 points of margin; the
+// 10% before let a lost spin (5%) through. Lost perf records are asserted to be 0 beside it.
+inline constexpr double kOnCpuSampledTolerance = 0.07;
 
 // Blocks lost for want of task storage, in a fork storm (fork_storm -n 1300: each child's
 // first block creates its task storage in the sched_switch program): at most 1 block in 200,
