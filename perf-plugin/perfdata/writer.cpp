@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <utility>
 
 #include "perfdata/format.h"
 #include "perfdata/record_encoder.h"
@@ -155,36 +156,25 @@ Status PerfDataWriter::write(const SampleRecord& r) {
   return ok_status();
 }
 
-// Readers order non-sample records by their sample_id's time (0 without sample_id_all).
-Status PerfDataWriter::write(const CommRecord& r) {
-  OFFWAKE_TRY(emit(encode_comm(events_[0].attr, r)));
-  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
+Status PerfDataWriter::emit_timed(Result<Bytes> record, const SampleId& id) {
+  OFFWAKE_TRY(emit(std::move(record)));
+  timed(events_[0].attr.sample_id_all ? id.time : 0);
   return ok_status();
 }
+
+Status PerfDataWriter::write(const CommRecord& r) { return emit_timed(encode_comm(events_[0].attr, r), r.sample_id); }
 
 Status PerfDataWriter::write(const Mmap2Record& r) {
   if (!r.build_id.empty()) {
     add_build_id(BuildIdEntry{-1, r.cpumode, r.build_id, r.filename});
   }
-  OFFWAKE_TRY(emit(encode_mmap2(events_[0].attr, r)));
-  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
-  return ok_status();
+  return emit_timed(encode_mmap2(events_[0].attr, r), r.sample_id);
 }
 
-Status PerfDataWriter::write(const TaskRecord& r) {
-  OFFWAKE_TRY(emit(encode_task(events_[0].attr, r)));
-  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
-  return ok_status();
-}
-Status PerfDataWriter::write(const LostRecord& r) {
-  OFFWAKE_TRY(emit(encode_lost(events_[0].attr, r)));
-  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
-  return ok_status();
-}
+Status PerfDataWriter::write(const TaskRecord& r) { return emit_timed(encode_task(events_[0].attr, r), r.sample_id); }
+Status PerfDataWriter::write(const LostRecord& r) { return emit_timed(encode_lost(events_[0].attr, r), r.sample_id); }
 Status PerfDataWriter::write(const LostSamplesRecord& r) {
-  OFFWAKE_TRY(emit(encode_lost_samples(events_[0].attr, r)));
-  timed(events_[0].attr.sample_id_all ? r.sample_id.time : 0);
-  return ok_status();
+  return emit_timed(encode_lost_samples(events_[0].attr, r), r.sample_id);
 }
 Status PerfDataWriter::finished_round() { return emit(encode_finished_round()); }
 

@@ -103,6 +103,8 @@ class PerfDataWriter {
   Status begin();
   Status emit(Result<Bytes> record);
   void timed(uint64_t time);  // a record of this time was written
+  // A non-sample record, timed by its sample_id (readers order it by that; 0 without sample_id_all).
+  Status emit_timed(Result<Bytes> record, const SampleId& id);
   Status settle_rounds();     // close(): overwrite the end_round() rounds that do not hold
   Result<const perf_event_attr*> attr_for(uint64_t id) const;
 

@@ -134,7 +134,9 @@ TEST_P(Workload, CollapseFoldsBlockedAndWakerStacksWithTruthTime) {
   const Truth& t = r_->truth;
   const uint64_t unseen = unseen_waker_ns(folded, t);
   EXPECT_LE(unseen, max_missed_ns(t.blocked_ns, t.count)) << "ns without a waker, more than one block";
-  if (unseen) EXPECT_GT(blocks_without_waker(r_->record.err), 0u) << "uncounted blocks without a waker";
+  if (unseen) {
+    EXPECT_GT(blocks_without_waker(r_->record.err), 0u) << "uncounted blocks without a waker";
+  }
   expect_within_5_percent(ns + unseen, t.blocked_ns);
   uint64_t late_ns = 0;
   for (const Folded& f : folded) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "support/raw_blocks.h"
 #include "support/run.h"
 
 namespace offwake::test {
@@ -89,16 +90,9 @@ std::vector<ScriptSample> parse_perf_script(const std::string& text) {
 }
 
 void add_block_counts(std::vector<ScriptSample>& samples, const std::string& data) {
-  const RunResult r = run(std::string(kDebianPerf) + " script -i " + data + " -s " OFFWAKE_TESTS_DIR "/support/block_counts.py");
-  EXPECT_EQ(r.status, 0) << r.err;
   std::map<std::pair<uint32_t, uint64_t>, std::deque<uint64_t>> counts;  // (tid, period) -> counts in order
-  size_t printed = 0;
-  std::istringstream in(r.out);
-  uint64_t tid, period, count;
-  while (in >> tid >> period >> count) {
-    counts[{static_cast<uint32_t>(tid), period}].push_back(count);
-    ++printed;
-  }
+  const std::vector<RawBlock> printed = raw_blocks(data);
+  for (const RawBlock& b : printed) counts[{b.tid, b.period}].push_back(b.count);
   size_t given = 0;
   for (ScriptSample& s : samples) {
     if (s.event != "offwake-time") continue;
@@ -111,7 +105,7 @@ void add_block_counts(std::vector<ScriptSample>& samples, const std::string& dat
     it->second.pop_front();
     ++given;
   }
-  EXPECT_EQ(given, printed) << "offwake-time samples in the payloads but not in perf script's text";
+  EXPECT_EQ(given, printed.size()) << "offwake-time samples in the payloads but not in perf script's text";
 }
 
 namespace {

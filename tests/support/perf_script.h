@@ -42,8 +42,8 @@ struct ScriptSample {
 std::vector<ScriptSample> parse_perf_script(const std::string& text);
 
 // Gives each offwake-time sample of `samples`, parsed from a perf script of `data`, its number
-// of blocks from its raw payload, decoded by Debian perf's own Python (perf script -s
-// support/block_counts.py), matched by thread and period in order. A sample that the script did
+// of blocks from its raw payload, decoded by Debian perf's own Python (raw_blocks() of
+// support/raw_blocks.h), matched by thread and period in order. A sample that the script did
 // not print, or one it printed that is not among `samples`, is a test failure.
 void add_block_counts(std::vector<ScriptSample>& samples, const std::string& data);
 

@@ -1,5 +1,5 @@
 // The offwake-time samples of a recording with their block counts and longest blocks, as
-// Debian's perf reads them (tests/e2e/raw_blocks.py decodes the RAW payload): the count and
+// Debian's perf reads them (support/raw_blocks.py decodes the RAW payload): the count and
 // the maximum come from perf's reader, not ours, so a test can hold them against a workload's
 // own truth next to the time.
 #pragma once
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/perf_script.h"
 #include "support/run.h"
 
 namespace offwake::test {
@@ -27,7 +28,7 @@ struct RawBlock {
 
 // Every offwake-time sample of `data`; a line that does not parse fails the test.
 inline std::vector<RawBlock> raw_blocks(const std::string& data) {
-  auto r = run("perf script -i " + data + " -s " OFFWAKE_SOURCE_DIR "/tests/e2e/raw_blocks.py");
+  auto r = run(std::string(kDebianPerf) + " script -i " + data + " -s " OFFWAKE_TESTS_DIR "/support/raw_blocks.py");
   EXPECT_EQ(r.status, 0) << r.err;
   std::vector<RawBlock> out;
   std::istringstream in(r.out);

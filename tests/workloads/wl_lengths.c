@@ -26,42 +26,24 @@ static void print_block(const char *function, uint64_t ns)
 	printf("block tid=%d function=%s ns=%llu\n", tid, function, (unsigned long long)ns);
 }
 
-/* Each function sleeps the lengths it is given, prints each block, and returns their sum. */
-WL_NOINLINE uint64_t wl_short_naps(const long *ms, long n)
-{
-	uint64_t sum = 0, ns;
-	long i;
-
-	for (i = 0; i < n; i++) {
-		sum += ns = wl_block_ms(ms[i]);
-		print_block("wl_short_naps", ns);
+/* Each function sleeps the lengths it is given, prints each block, and returns their sum. The
+ * three must be functions of their own (their names are the blocked stacks), and the sleep is
+ * in each one's own body, so that no tail call can take its frame off the stack. */
+#define WL_NAPS(name)                                          \
+	WL_NOINLINE uint64_t name(const long *ms, long n)      \
+	{                                                      \
+		uint64_t sum = 0, ns;                          \
+		long i;                                        \
+		for (i = 0; i < n; i++) {                      \
+			sum += ns = wl_block_ms(ms[i]);        \
+			print_block(#name, ns);                \
+		}                                              \
+		return sum;                                    \
 	}
-	return sum;
-}
 
-WL_NOINLINE uint64_t wl_long_naps(const long *ms, long n)
-{
-	uint64_t sum = 0, ns;
-	long i;
-
-	for (i = 0; i < n; i++) {
-		sum += ns = wl_block_ms(ms[i]);
-		print_block("wl_long_naps", ns);
-	}
-	return sum;
-}
-
-WL_NOINLINE uint64_t wl_mixed_naps(const long *ms, long n)
-{
-	uint64_t sum = 0, ns;
-	long i;
-
-	for (i = 0; i < n; i++) {
-		sum += ns = wl_block_ms(ms[i]);
-		print_block("wl_mixed_naps", ns);
-	}
-	return sum;
-}
+WL_NAPS(wl_short_naps)
+WL_NAPS(wl_long_naps)
+WL_NAPS(wl_mixed_naps)
 
 int main(void)
 {

@@ -3,7 +3,7 @@
 #   TID PERIOD STATE COUNT MAX_NS SYM,SYM,...
 # from the sample's tid and period, its RAW payload (u32 version, u32 state, u64 blocks, u64
 # longest block: perf-offwake-record(1), SAMPLES IN PERF.DATA) and its callchain's symbols,
-# leaf first ("?" for an unnamed frame). Used by record_test.cpp and edges_test.cpp.
+# leaf first ("?" for an unnamed frame). Read by raw_blocks.h, for the tests.
 import struct
 
 
