@@ -4,6 +4,8 @@
 // convert() returning the pair it returned then). One change since, regenerated: an
 // OFFWAKE_WAKER_EARLY aggregate names its waker thread (without stacks), where its waker was
 // the "[woken early]" pseudo thread. Regenerate only with a reason: OFFWAKE_REGENERATE_GOLDEN=1.
+#include <linux/perf_event.h>
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -19,6 +21,8 @@
 #include "../perfdata/fixtures.h"
 #include "record/aggregate_samples.h"
 #include "support/golden_file.h"
+#include "support/perf_decoded.h"
+#include "support/perf_script.h"
 #include "support/run.h"
 
 namespace offwake {
@@ -70,13 +74,19 @@ std::vector<bpf::Aggregate> aggregates() {
   return out;
 }
 
-TEST(AggregateSamplesGolden, DepthOneSamplesAreThoseOfBeforeChains) {
+// The stacks the aggregates name (99 is not among them: gone from the map).
+StackTable stacks() {
   StackTable table;
   table.stacks[1] = {0xffffffff81000200, 0xffffffff81000280};
   table.stacks[2] = {0x401000, 0x402000};
   table.stacks[OFFWAKE_STORE_ID | 7] = {0x401100, 0x402000, 0x403000};
   table.stacks[3] = {0xffffffff81000300, 0xffffffff81000380};
   table.stacks[4] = {0x404000, 0x402000};
+  return table;
+}
+
+TEST(AggregateSamplesGolden, DepthOneSamplesAreThoseOfBeforeChains) {
+  StackTable table = stacks();
   OffwakeEventIds ids{1000, 1001};
   AggregateSamples convert(table, ids);
   std::vector<perfdata::Record> records;
@@ -116,6 +126,99 @@ TEST(AggregateSamplesGolden, PerfReadsTheGolden) {
     want_total += want[i].value.total_ns;
   }
   EXPECT_EQ(total, want_total);
+}
+
+// The pseudo-threads of wakers that are not threads, as perf-offwake-record(1) lists them
+// ("SAMPLES IN PERF.DATA": tids from 2147483632 up, in this order). A block woken before
+// --min-block (OFFWAKE_WAKER_EARLY) names its waker thread.
+uint32_t pseudo_waker_tid(uint32_t flags) {
+  switch (flags) {
+    case OFFWAKE_WAKER_HARDIRQ: return 2147483632u;
+    case OFFWAKE_WAKER_SOFTIRQ: return 2147483633u;
+    case OFFWAKE_WAKER_NMI: return 2147483634u;
+    case OFFWAKE_WAKER_NONE: return 2147483635u;
+    case OFFWAKE_WAKER_STILL_BLOCKED: return 2147483636u;
+    default: return 0;  // a thread
+  }
+}
+
+// A kernel and a user stack, as a callchain in the perf.data layout (a PERF_CONTEXT_* marker
+// before each part that has frames) and as perf's resolved frames; a stack id that is not in
+// the table (an error, gone from the map, none) has no frames.
+struct WantChain {
+  std::vector<uint64_t> chain, frames;
+};
+WantChain want_chain(const StackTable& table, int64_t kern, int64_t user) {
+  WantChain w;
+  for (auto [id, marker] : {std::pair{kern, uint64_t(PERF_CONTEXT_KERNEL)}, std::pair{user, uint64_t(PERF_CONTEXT_USER)}}) {
+    auto it = table.stacks.find(static_cast<uint64_t>(id));
+    if (it == table.stacks.end() || it->second.empty()) continue;
+    w.chain.push_back(marker);
+    for (uint64_t ip : it->second) {
+      w.chain.push_back(ip);
+      w.frames.push_back(ip);
+    }
+  }
+  return w;
+}
+
+template <typename T>
+T le(const std::vector<uint8_t>& b, size_t at) {
+  T v = 0;
+  for (size_t i = 0; i < sizeof(T) && at + i < b.size(); ++i) v |= T(b[at + i]) << (8 * i);
+  return v;
+}
+
+// An independent reading of the golden, field by field: Debian's perf decodes the two samples
+// of each aggregate to what perf-offwake-record(1) says they are. offwake-time: the blocked
+// thread's pid and tid, its kernel then user stack, period = total_ns, time = last_ns, and a raw
+// payload of u32 version 1, u32 state, u64 count, u64 max_ns, u32 waker flags, u32 chain (0 at
+// depth 1), padded with zeros to a u64 boundary. offwake-waker: the waker's pid and tid (a
+// pseudo-thread's for interrupts and missing wakers), its stacks, the same period and time.
+TEST(AggregateSamplesGolden, PerfDecodesEveryFieldOfTheGolden) {
+  std::string error;
+  const auto got = test::perf_decoded_samples(
+      test::kDebianPerf, OFFWAKE_SOURCE_DIR "/tests/record/golden/depth1_samples.data", &error);
+  ASSERT_TRUE(error.empty()) << error;
+  const auto want = aggregates();
+  const StackTable table = stacks();
+  ASSERT_EQ(got.size(), 2 * want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bpf::Aggregate& a = want[i];
+    SCOPED_TRACE("aggregate " + std::to_string(i));
+    const auto& blocked = got[2 * i];
+    const auto& waker = got[2 * i + 1];
+    EXPECT_EQ(blocked.event, "offwake-time");
+    EXPECT_EQ(blocked.pid, a.key.tgid);
+    EXPECT_EQ(blocked.tid, a.key.tid);
+    EXPECT_EQ(blocked.period, a.value.total_ns);
+    EXPECT_EQ(blocked.time, a.value.last_ns);
+    const WantChain bc = want_chain(table, a.key.kern_stack_id, a.key.user_stack_id);
+    EXPECT_EQ(blocked.chain, bc.chain);
+    EXPECT_EQ(blocked.frames, bc.frames);
+    ASSERT_FALSE(bc.frames.empty());
+    EXPECT_EQ(blocked.ip, bc.frames[0]);
+    EXPECT_EQ(blocked.cpumode, bc.frames[0] >= 0xffff800000000000ull ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER);
+    ASSERT_EQ(blocked.raw.size(), 36u);  // 32 bytes of payload; with its u32 size, 40
+    EXPECT_EQ(le<uint32_t>(blocked.raw, 0), 1u);
+    EXPECT_EQ(le<uint32_t>(blocked.raw, 4), a.key.state);
+    EXPECT_EQ(le<uint64_t>(blocked.raw, 8), a.value.count);
+    EXPECT_EQ(le<uint64_t>(blocked.raw, 16), a.value.max_ns);
+    EXPECT_EQ(le<uint32_t>(blocked.raw, 24), a.key.waker_flags);
+    EXPECT_EQ(le<uint32_t>(blocked.raw, 28), 0u);
+    EXPECT_EQ(le<uint32_t>(blocked.raw, 32), 0u);
+
+    EXPECT_EQ(waker.event, "offwake-waker");
+    const uint32_t pseudo = pseudo_waker_tid(a.key.waker_flags);
+    EXPECT_EQ(waker.pid, pseudo ? pseudo : a.key.waker_tgid);
+    EXPECT_EQ(waker.tid, pseudo ? pseudo : a.key.waker_tid);
+    EXPECT_EQ(waker.period, a.value.total_ns);
+    EXPECT_EQ(waker.time, a.value.last_ns);
+    const WantChain wc = want_chain(table, a.key.waker_kern_stack_id, a.key.waker_user_stack_id);
+    EXPECT_EQ(waker.chain, wc.chain);
+    EXPECT_EQ(waker.frames, wc.frames);
+    EXPECT_TRUE(waker.raw.empty());
+  }
 }
 
 }  // namespace

@@ -4,15 +4,18 @@
 // is gone or replaced.
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +25,7 @@
 #include "synth/elf_file.h"
 #include "synth/kernel_maps.h"
 #include "synth/proc_maps.h"
+#include "util/fd.h"
 
 namespace offwake::symbolize {
 namespace {
@@ -319,22 +323,39 @@ TEST(Symbolizer, GoneOrReplacedFileIsUnknownNeverWrong) {
   }
 }
 
-// A recording may name anything: a FIFO it names is not opened (opening one waits for a writer,
-// and perf offwake script hung on such a file). A watchdog plays the writer if a reader waits,
-// so that a regression fails here instead of hanging.
-TEST(Symbolizer, NamesThatAreNotRegularFilesAreNotOpened) {
-  test::TempDir dir;
-  const std::string fifo = dir.file("fifo");
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
-  std::atomic<bool> done{false}, reader_waited{false};
+// What resolving an address in a mapping of `path` did, with a fresh Symbolizer.
+struct FifoLookup {
+  ResolvedFrame frame;
+  uint64_t missing_file = 0;
+  std::chrono::steady_clock::duration took{};
+  bool needed_a_writer = false;  // the call did not return until the watchdog played the writer
+};
+
+// The call takes microseconds; the bound is for a loaded machine, and a blocking open of a
+// FIFO without a writer never returns by itself.
+constexpr auto kReturnsAtOnce = std::chrono::seconds(2);
+
+// A watchdog plays the writer if the call has not returned by kReturnsAtOnce, so that a
+// symbolizer that waits in open() fails the test instead of hanging it. Until then it does
+// nothing: the symbolizer may open the FIFO without blocking (O_NONBLOCK), as long as it
+// rejects it (fstat) and reads nothing.
+FifoLookup resolve_in_fifo(const std::string& fifo) {
+  std::mutex mu;
+  std::condition_variable returned;
+  bool done = false;
+  FifoLookup out;
   std::thread watchdog([&] {
-    for (int i = 0; i < 100 && !done; ++i) {
-      int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // ENXIO while nobody reads
+    std::unique_lock<std::mutex> lock(mu);
+    if (returned.wait_for(lock, kReturnsAtOnce, [&] { return done; })) return;
+    while (!done) {
+      lock.unlock();
+      int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // ENXIO until a reader waits
       if (fd >= 0) {
-        reader_waited = true;
-        close(fd);
+        out.needed_a_writer = true;
+        close(fd);  // the waiting open() returns
       }
-      usleep(50'000);
+      lock.lock();
+      returned.wait_for(lock, std::chrono::milliseconds(10), [&] { return done; });
     }
   });
   Mmap2Record m;
@@ -342,15 +363,56 @@ TEST(Symbolizer, NamesThatAreNotRegularFilesAreNotOpened) {
   m.start = 0x400000;
   m.len = 0x1000;
   m.filename = fifo;
+  const auto start = std::chrono::steady_clock::now();
   Symbolizer s;
   s.observe(m);
-  auto f = s.resolve(3, 0x400010, FrameContext::kUser);
-  done = true;
+  out.frame = s.resolve(3, 0x400010, FrameContext::kUser);
+  out.took = std::chrono::steady_clock::now() - start;
+  out.missing_file = s.stats().missing_file;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  returned.notify_one();
   watchdog.join();
-  EXPECT_FALSE(reader_waited) << "the symbolizer opened the FIFO " << fifo;
-  EXPECT_EQ(f.sym, nullptr);
-  EXPECT_EQ(f.dso, fifo);
-  EXPECT_EQ(s.stats().missing_file, 1u);
+  return out;
+}
+
+// A recording may name anything: a FIFO it names is never read, and naming one costs no
+// wait (opening one for reading waits for a writer, and perf offwake script hung on such a
+// file). The call returns at once, takes nothing from the FIFO, and counts the file as missing.
+TEST(Symbolizer, NamesThatAreNotRegularFilesAreNotRead) {
+  test::TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
+  const auto ms = [](std::chrono::steady_clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+
+  // No writer: an open() that waits for one would hang here.
+  FifoLookup alone = resolve_in_fifo(fifo);
+  EXPECT_FALSE(alone.needed_a_writer) << "the symbolizer waited in open() for a writer of " << fifo;
+  EXPECT_LT(alone.took, kReturnsAtOnce) << ms(alone.took) << " ms";
+  EXPECT_EQ(alone.frame.sym, nullptr);
+  EXPECT_EQ(alone.frame.dso, fifo);
+  EXPECT_EQ(alone.missing_file, 1u);
+
+  // A writer with bytes in the FIFO (the test holds both ends): they are all still there after.
+  UniqueFd both(open(fifo.c_str(), O_RDWR | O_NONBLOCK));
+  ASSERT_TRUE(both.valid()) << strerror(errno);
+  const std::string payload = "\x7f" "ELF payload";
+  ASSERT_EQ(write(both.get(), payload.data(), payload.size()), static_cast<ssize_t>(payload.size()));
+  FifoLookup fed = resolve_in_fifo(fifo);
+  EXPECT_FALSE(fed.needed_a_writer);
+  EXPECT_LT(fed.took, kReturnsAtOnce) << ms(fed.took) << " ms";
+  EXPECT_EQ(fed.frame.sym, nullptr);
+  EXPECT_EQ(fed.missing_file, 1u);
+  int unread = -1;
+  ASSERT_EQ(ioctl(both.get(), FIONREAD, &unread), 0) << strerror(errno);
+  EXPECT_EQ(unread, static_cast<int>(payload.size())) << "the symbolizer read from " << fifo;
+  std::string back(payload.size(), '\0');
+  EXPECT_EQ(read(both.get(), back.data(), back.size()), static_cast<ssize_t>(payload.size()));
+  EXPECT_EQ(back, payload);
 }
 
 TEST(Symbolizer, ResolveCachedCountsEveryUseAndForgetsOnNewMaps) {
