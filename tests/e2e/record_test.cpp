@@ -286,8 +286,7 @@ TEST(Record, FilterBlockDuration) {
         continue;
       }
       expect_within_5_percent(got.ns, want.ns, function);
-      EXPECT_NEAR(static_cast<double>(got.max_ns), static_cast<double>(want.max_ns),
-                  kBlockedTimeTolerance * static_cast<double>(want.max_ns));
+      EXPECT_NEAR(static_cast<double>(got.max_ns), static_cast<double>(want.max_ns), one_block_tolerance(want.max_ns));
     }
     // The filter's own rule, on every block of the recording (the workload's start-up and exit too).
     for (const RawBlock& b : raw) {

@@ -259,12 +259,19 @@ std::map<std::string, uint64_t> as_folded(const PprofTraces& t) {
   return out;
 }
 
+// --folded's lines, each name as go tool pprof's text views print it: they simplify C++ names,
+// and "(anonymous namespace)" goes ("offwake::(anonymous namespace)::cmd_record" is printed
+// "offwake::::cmd_record"; such a frame is the recorder's own, blocked in exec'ing the workload
+// when the page cache lost its binary).
 std::map<std::string, uint64_t> parse_folded(const std::string& text) {
+  static const std::string kAnonymous = "(anonymous namespace)";
   std::map<std::string, uint64_t> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] += std::stoull(line.substr(space + 1));
+    std::string path = line.substr(0, space);
+    for (size_t at; (at = path.find(kAnonymous)) != std::string::npos;) path.erase(at, kAnonymous.size());
+    out[path] += std::stoull(line.substr(space + 1));
   }
   return out;
 }
