@@ -27,9 +27,21 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// libperf's internal/evsel.h: frees what perf_evlist__mmap() allocated for an evsel's sample ids.
+extern "C" void perf_evsel__free_id(struct perf_evsel* evsel);
+
+// perf_evsel__delete() frees the evsel alone: the references to the maps that the evlist gave
+// each evsel (perf_evlist__set_maps) and its sample ids stay allocated, as perf's own
+// evsel__exit() knows. They go here, before the evlist deletes the evsels.
 void PerfEventSet::EvlistDeleter::operator()(perf_evlist* e) const {
   perf_evlist__munmap(e);
   perf_evlist__close(e);
+  perf_evsel* evsel;
+  perf_evlist__for_each_evsel(e, evsel) {
+    perf_evsel__free_id(evsel);
+    perf_cpu_map__put(perf_evsel__cpus(evsel));
+    perf_thread_map__put(perf_evsel__threads(evsel));
+  }
   perf_evlist__delete(e);  // also deletes its evsels
 }
 void PerfEventSet::CpusDeleter::operator()(perf_cpu_map* c) const { perf_cpu_map__put(c); }
