@@ -188,14 +188,22 @@ TEST(AggregateSamplesGolden, PerfDecodesEveryFieldOfTheGolden) {
     SCOPED_TRACE("aggregate " + std::to_string(i));
     const auto& blocked = got[2 * i];
     const auto& waker = got[2 * i + 1];
-    EXPECT_EQ(blocked.event, "offwake-time");
-    EXPECT_EQ(blocked.pid, a.key.tgid);
-    EXPECT_EQ(blocked.tid, a.key.tid);
-    EXPECT_EQ(blocked.period, a.value.total_ns);
-    EXPECT_EQ(blocked.time, a.value.last_ns);
-    const WantChain bc = want_chain(table, a.key.kern_stack_id, a.key.user_stack_id);
-    EXPECT_EQ(blocked.chain, bc.chain);
-    EXPECT_EQ(blocked.frames, bc.frames);
+    // What both samples of an aggregate say the same way: the thread, the aggregate's time and
+    // period, and the stacks of its key.
+    auto expect_sample = [&](const auto& got, const char* event, uint32_t pid, uint32_t tid, int64_t kern,
+                             int64_t user) {
+      EXPECT_EQ(got.event, event);
+      EXPECT_EQ(got.pid, pid);
+      EXPECT_EQ(got.tid, tid);
+      EXPECT_EQ(got.period, a.value.total_ns);
+      EXPECT_EQ(got.time, a.value.last_ns);
+      WantChain want = want_chain(table, kern, user);
+      EXPECT_EQ(got.chain, want.chain);
+      EXPECT_EQ(got.frames, want.frames);
+      return want;
+    };
+    const WantChain bc = expect_sample(blocked, "offwake-time", a.key.tgid, a.key.tid, a.key.kern_stack_id,
+                                       a.key.user_stack_id);
     ASSERT_FALSE(bc.frames.empty());
     EXPECT_EQ(blocked.ip, bc.frames[0]);
     EXPECT_EQ(blocked.cpumode, bc.frames[0] >= 0xffff800000000000ull ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER);
@@ -208,15 +216,9 @@ TEST(AggregateSamplesGolden, PerfDecodesEveryFieldOfTheGolden) {
     EXPECT_EQ(le<uint32_t>(blocked.raw, 28), 0u);
     EXPECT_EQ(le<uint32_t>(blocked.raw, 32), 0u);
 
-    EXPECT_EQ(waker.event, "offwake-waker");
     const uint32_t pseudo = pseudo_waker_tid(a.key.waker_flags);
-    EXPECT_EQ(waker.pid, pseudo ? pseudo : a.key.waker_tgid);
-    EXPECT_EQ(waker.tid, pseudo ? pseudo : a.key.waker_tid);
-    EXPECT_EQ(waker.period, a.value.total_ns);
-    EXPECT_EQ(waker.time, a.value.last_ns);
-    const WantChain wc = want_chain(table, a.key.waker_kern_stack_id, a.key.waker_user_stack_id);
-    EXPECT_EQ(waker.chain, wc.chain);
-    EXPECT_EQ(waker.frames, wc.frames);
+    expect_sample(waker, "offwake-waker", pseudo ? pseudo : a.key.waker_tgid, pseudo ? pseudo : a.key.waker_tid,
+                  a.key.waker_kern_stack_id, a.key.waker_user_stack_id);
     EXPECT_TRUE(waker.raw.empty());
   }
 }
