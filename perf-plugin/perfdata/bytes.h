@@ -19,12 +19,15 @@ class ByteWriter {
   template <typename T>
   void put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    buf_.insert(buf_.end(), p, p + sizeof(T));
+    put_bytes(&v, sizeof(T));
   }
+  // Grows, then copies: GCC 12 takes vector::insert of a few bytes for an overflow
+  // (-Wstringop-overflow, a false positive that filled a fresh build's output).
   void put_bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    buf_.insert(buf_.end(), b, b + n);
+    if (n == 0) return;
+    const size_t at = buf_.size();
+    buf_.resize(at + n);
+    std::memcpy(buf_.data() + at, p, n);
   }
   void put_zeros(size_t n) { buf_.insert(buf_.end(), n, 0); }
   // NUL-terminated, zero-padded to a multiple of `align` bytes.
