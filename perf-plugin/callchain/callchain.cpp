@@ -32,20 +32,29 @@ static bool marker_context(uint64_t v, FrameContext* out) {
 Result<Callchain> Callchain::from_perf_ips(std::span<const uint64_t> ips) {
   Callchain chain;
   chain.frames_.reserve(ips.size());
-  bool have_context = false;
+  bool have_context = false, skipping = false;
   FrameContext context = FrameContext::kUser;
   for (size_t i = 0; i < ips.size(); ++i) {
     uint64_t v = ips[i];
     if (v >= PERF_CONTEXT_MAX) {
       if (v == PERF_CONTEXT_GUEST) continue;  // announces guest frames; their own markers follow
-      if (!marker_context(v, &context))
-        return Error("callchain entry " + std::to_string(i) + " is an unknown context marker");
+      FrameContext next;
+      if (!marker_context(v, &next)) {
+        if (!have_context)
+          return Error("callchain entry " + std::to_string(i) + " is an unknown context marker");
+        skipping = chain.cut_ = true;
+        continue;
+      }
+      // The same context again continues the walk that went astray; another one is a new walk.
+      if (skipping && next == context) continue;
+      skipping = false;
+      context = next;
       have_context = true;
       continue;
     }
     if (!have_context)
       return Error("callchain entry " + std::to_string(i) + " comes before any context marker");
-    chain.frames_.push_back({v, context});
+    if (!skipping) chain.frames_.push_back({v, context});
   }
   return chain;
 }

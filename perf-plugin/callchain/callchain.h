@@ -24,6 +24,10 @@ class Callchain {
 
   // From PERF_SAMPLE_CALLCHAIN entries as the kernel writes them: PERF_CONTEXT_* markers
   // followed by the ips of that context, leaf first. Entries before any marker are rejected.
+  // An entry in the markers' range that is no marker ends its context's frames, and the chain
+  // says so (cut()): the kernel's frame-pointer walk of code built without frame pointers
+  // stores whatever words it reads (-1 is seen), and perf drops such a callchain, not its
+  // sample. The frames before it are kept, and a later context's marker starts its frames.
   static Result<Callchain> from_perf_ips(std::span<const uint64_t> ips);
 
   // From the two halves a BPF stack map returns, each leaf first; zero entries end a half, and
@@ -54,10 +58,14 @@ class Callchain {
   // PERF_RECORD_MISC_KERNEL or _USER (or _HYPERVISOR...) for the leaf frame; USER if empty.
   uint16_t leaf_cpumode() const;
 
+  // from_perf_ips() met an entry that is no context marker, and left out the frames after it.
+  bool cut() const { return cut_; }
+
   bool operator==(const Callchain&) const = default;
 
  private:
   std::vector<Frame> frames_;  // leaf first
+  bool cut_ = false;
 };
 
 uint64_t context_marker(FrameContext context);

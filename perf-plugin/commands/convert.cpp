@@ -305,6 +305,7 @@ Status Converter::sched_sample(const perfdata::SampleRecord& s, sched::SchedKind
   e.pid = s.pid;
   e.tid = s.tid;
   e.callchain = s.callchain;
+  stats_.callchains_cut += e.callchain.cut();
   auto d = decoder_->decode(s.raw, e);
   if (!d) return d.error().context(opt_.input + ": sample at offset " + hex(offset));
   if (e.kind != kind)
@@ -491,9 +492,10 @@ int cmd_convert(const std::vector<std::string>& args) {
             static_cast<unsigned long long>(st.counters.blocks), static_cast<unsigned long long>(st.counters.wakeups),
             st.blocked_ns / 1e9, static_cast<unsigned long long>(st.keys));
     fprintf(stderr, "[ perf offwake convert: wrote %.3f MB %s (%llu samples); %llu perf records lost; "
-            "%llu blocks without a waker ]\n",
+            "%llu blocks without a waker; %llu callchains cut at a word that is no context marker ]\n",
             st.bytes / 1048576.0, st.output.c_str(), static_cast<unsigned long long>(st.offwake_samples),
-            static_cast<unsigned long long>(st.perf_lost), static_cast<unsigned long long>(st.counters.missed_wakeups));
+            static_cast<unsigned long long>(st.perf_lost), static_cast<unsigned long long>(st.counters.missed_wakeups),
+            static_cast<unsigned long long>(st.callchains_cut));
   }
   return kExitOk;
 }

@@ -65,6 +65,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"tracepoint_events_lost", tracepoint_lost},
       {"tracepoint_events_late", tracepoint_late},
       {"tracepoint_events_undecodable", tracepoint_undecodable},
+      {"callchains_cut", callchains_cut},
   };
   const std::pair<const char*, const StackLosses*> halves[] = {{"kernel", &kernel_missing}, {"user", &user_missing}};
   for (const auto& [half, l] : halves) {
@@ -163,8 +164,8 @@ void print_record_summary(FILE* out, const RecordStats& s) {
   if (s.tracepoint)
     fprintf(out,
             "[ perf offwake record: tracepoint back end: %llu scheduler events lost (ring buffer full), %llu out "
-            "of time order, %llu undecodable ]\n",
-            u(s.tracepoint_lost), u(s.tracepoint_late), u(s.tracepoint_undecodable));
+            "of time order, %llu undecodable, %llu callchains cut at a word that is no context marker ]\n",
+            u(s.tracepoint_lost), u(s.tracepoint_late), u(s.tracepoint_undecodable), u(s.callchains_cut));
 }
 
 }  // namespace offwake

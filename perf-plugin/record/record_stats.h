@@ -40,6 +40,9 @@ struct RecordStats {
   // (paired at the time already reached), and those that could not be decoded.
   bool tracepoint = false;
   uint64_t tracepoint_lost = 0, tracepoint_late = 0, tracepoint_undecodable = 0;
+  // Scheduler events read from perf (the tracepoint back end, convert) whose callchain was cut
+  // at a word that is no context marker: a user walk gone astray (Callchain::cut()).
+  uint64_t callchains_cut = 0;
   uint64_t bytes = 0;
   std::string output;
 

@@ -129,6 +129,7 @@ class TracepointBlocks : public BlockSource {
     s.tracepoint_lost = tp_.lost();
     s.tracepoint_late = tp_.late() + late_;
     s.tracepoint_undecodable = tp_.undecodable();
+    s.callchains_cut = tp_.callchains_cut();
     return ok_status();
   }
 

@@ -57,6 +57,7 @@ Status SchedTracepoints::read() {
       return ok_status();
     }
     e.callchain = s->callchain;
+    cut_ += e.callchain.cut();
     order_.push(buffer, e.time, std::move(e));
     return ok_status();
   });

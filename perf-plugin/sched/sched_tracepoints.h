@@ -58,6 +58,8 @@ class SchedTracepoints {
   // Records that could not be decoded (not a sample of ours, or a raw payload libtraceevent
   // could not read), and events that came out of time order.
   uint64_t undecodable() const { return set_.undecodable() + undecodable_; }
+  // Events whose callchain was cut at a word that is no context marker (Callchain::cut()).
+  uint64_t callchains_cut() const { return cut_; }
   uint64_t late() const { return order_.late(); }
 
  private:
@@ -67,7 +69,7 @@ class SchedTracepoints {
   SchedDecoder decoder_;
   PerfEventSet set_;
   PassOrder<OrderedEvent> order_;
-  uint64_t lost_ = 0, undecodable_ = 0;
+  uint64_t lost_ = 0, undecodable_ = 0, cut_ = 0;
 };
 
 }  // namespace offwake::sched

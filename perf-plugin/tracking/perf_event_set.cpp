@@ -120,34 +120,6 @@ const perfdata::EventDesc* PerfEventSet::event_of(std::span<const uint8_t> paylo
   return nullptr;
 }
 
-// A user stack walk can end in a word that reads as no context marker (-1 is seen): the
-// frames from there on are cut (marked user context again, which adds no frame), as perf
-// drops such a callchain rather than the sample. Only for the layouts we open (no READ).
-static Result<perfdata::SampleRecord> decode_with_cut_callchain(const perf_event_attr& attr, uint16_t misc,
-                                                                std::span<const uint8_t> payload) {
-  const uint64_t t = attr.sample_type;
-  if (!(t & PERF_SAMPLE_CALLCHAIN) || (t & PERF_SAMPLE_READ)) return Error("undecodable sample");
-  size_t at = 0;  // u64 words before the callchain, in sample_type order
-  for (uint64_t bit : {PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR,
-                       PERF_SAMPLE_ID, PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD})
-    at += (t & bit) != 0;
-  std::vector<uint64_t> words((payload.size() + 7) / 8);
-  std::memcpy(words.data(), payload.data(), payload.size());
-  if (at >= words.size() || words[at] > words.size() - at - 1) return Error("undecodable sample");
-  const size_t nr = words[at];
-  bool cut = false;
-  for (size_t i = at + 1; i <= at + nr; ++i) {
-    const uint64_t v = words[i];
-    const bool marker = v == PERF_CONTEXT_KERNEL || v == PERF_CONTEXT_USER || v == PERF_CONTEXT_HV ||
-                        v == PERF_CONTEXT_GUEST || v == PERF_CONTEXT_GUEST_KERNEL || v == PERF_CONTEXT_GUEST_USER;
-    if (v >= PERF_CONTEXT_MAX && !marker) cut = true;
-    else if (marker && v != PERF_CONTEXT_USER) cut = false;
-    if (cut) words[i] = PERF_CONTEXT_USER;
-  }
-  return perfdata::decode_sample(attr, misc,
-                                 std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words.data()), payload.size()));
-}
-
 Status PerfEventSet::drain(const EmitFn& emit) {
   perf_mmap* map;
   size_t buffer = 0;
@@ -161,7 +133,6 @@ Status PerfEventSet::drain(const EmitFn& emit) {
       if (h.type == PERF_RECORD_SAMPLE) {
         if (const perfdata::EventDesc* e = event_of(payload)) {
           auto s = perfdata::decode_sample(e->attr, h.misc, payload);
-          if (!s) s = decode_with_cut_callchain(e->attr, h.misc, payload);
           if (s) rec = perfdata::Record{std::move(s).value()};
         }
       } else {

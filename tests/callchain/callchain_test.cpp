@@ -67,15 +67,41 @@ TEST(CallchainFromPerfIps, EntryBeforeAnyMarkerIsRejected) {
       << c.error().message();
 }
 
-TEST(CallchainFromPerfIps, UnknownMarkerIsRejected) {
-  for (uint64_t bad : {uint64_t(PERF_CONTEXT_MAX), uint64_t(-1), uint64_t(-100)}) {
-    Ips ips = {PERF_CONTEXT_KERNEL, 0x1, bad, 0x2};
+// A word in the markers' range that is no marker (a frame-pointer walk of code built without
+// frame pointers stores what it reads): the frames of its context before it are kept, those
+// after it left out until another context's marker, and the chain says it was cut. perf drops
+// such a callchain and keeps the sample; a reader that refused the sample refused the file.
+TEST(CallchainFromPerfIps, WordThatIsNoMarkerCutsItsContext) {
+  for (uint64_t bad : {uint64_t(PERF_CONTEXT_MAX), uint64_t(-1), uint64_t(-100), uint64_t(0xffffffffffffff00ull)}) {
+    SCOPED_TRACE(bad);
+    Ips ips = {PERF_CONTEXT_KERNEL, 0xffffffff81000010, PERF_CONTEXT_USER, 0x401000, 0x402000, bad, 0x403000,
+               PERF_CONTEXT_USER, 0x404000};
     auto c = Callchain::from_perf_ips(ips);
-    ASSERT_FALSE(c) << std::hex << bad;
-    EXPECT_NE(c.error().message().find("entry 2"), std::string::npos) << c.error().message();
-    EXPECT_NE(c.error().message().find("unknown context marker"), std::string::npos)
-        << c.error().message();
+    ASSERT_TRUE(c) << c.error().message();
+    EXPECT_TRUE(c->cut());
+    EXPECT_EQ(c->frames(), make({{0xffffffff81000010, FrameContext::kKernel},
+                                 {0x401000, FrameContext::kUser},
+                                 {0x402000, FrameContext::kUser}})
+                               .frames());
   }
+  // A later context's marker starts a walk of its own: the guest's frames are kept.
+  Ips guest = {PERF_CONTEXT_KERNEL, 0x1, uint64_t(-1), 0x2, PERF_CONTEXT_GUEST, PERF_CONTEXT_GUEST_KERNEL, 0x3};
+  auto g = Callchain::from_perf_ips(guest);
+  ASSERT_TRUE(g) << g.error().message();
+  EXPECT_TRUE(g->cut());
+  EXPECT_EQ(g->frames(), make({{0x1, FrameContext::kKernel}, {0x3, FrameContext::kGuestKernel}}).frames());
+  // Without one, a chain is whole.
+  auto whole = Callchain::from_perf_ips(Ips{PERF_CONTEXT_KERNEL, 0x1, PERF_CONTEXT_USER, 0x2});
+  ASSERT_TRUE(whole);
+  EXPECT_FALSE(whole->cut());
+}
+
+TEST(CallchainFromPerfIps, WordThatIsNoMarkerBeforeAnyMarkerIsRejected) {
+  Ips ips = {uint64_t(-1), PERF_CONTEXT_KERNEL, 0x1};
+  auto c = Callchain::from_perf_ips(ips);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message().find("entry 0"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("unknown context marker"), std::string::npos) << c.error().message();
 }
 
 TEST(CallchainFromPerfIps, HighestKernelAddressIsAnIpNotAMarker) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <regex>
 
 #include "support/blocked_samples.h"
 #include "support/perf_script.h"
@@ -166,6 +167,35 @@ TEST(Convert, SystemWideCondvarThreads) {
 
 // The output is an off-wake recording like any: our own report and the bundled scripts, under
 // our Python host and perf's, find the workload's functions in it.
+// A user walk gone astray: wl_bad_frame's frame chain leads to the return address
+// 0xffffffffffffff00, a word in perf's range of context markers, as code built without frame
+// pointers leaves on real stacks (a system-wide recording beside a compile met one, and the
+// whole conversion failed: "callchain entry 7 is an unknown context marker"). Every block is
+// converted with its time, its stack ends at wl_bad_frame_sleep, and each blocked sample's cut
+// callchain is counted: at least one per block of the workload's truth.
+TEST(Convert, CallchainCutAtAWordThatIsNoContextMarker) {
+  TempDir dir;
+  // System-wide: the timer interrupt that wakes each nap runs in whatever task was on the CPU.
+  Converted c = stock_then_convert(dir, kSystemWide, "wl_bad_frame -n 10 -m 20");
+  ASSERT_EQ(c.record.status, 0) << c.record.err;
+  ASSERT_EQ(c.convert.status, 0) << c.convert.err;
+  ASSERT_EQ(c.script.status, 0) << c.script.err;
+  ASSERT_EQ(c.truth.size(), 1u) << c.record.out;
+  const Truth& t = c.truth[0];
+  Blocked b = blocked_in(c.samples, t, blocks_without_waker(c.convert.err));
+  ASSERT_FALSE(b.blocked.empty()) << c.script.out;
+  for (const ScriptSample* s : b.blocked) {
+    ASSERT_NE(s->user_leaf(), nullptr);
+    EXPECT_EQ(s->user_leaf()->sym, "wl_bad_frame_sleep");
+    EXPECT_TRUE(s->has_kernel_frames());
+  }
+  expect_truth_blocks(b, "wl_bad_frame_sleep");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(c.convert.err, m, std::regex(R"((\d+) callchains cut at a word that is no context marker)")))
+      << c.convert.err;
+  EXPECT_GE(std::stoull(m[1]), t.count) << c.convert.err;
+}
+
 TEST(Convert, ReadByReportAndBundledScripts) {
   TempDir dir;
   Converted c = stock_then_convert(dir, kPerTask, "wl_pipe -n 5");
