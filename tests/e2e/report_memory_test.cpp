@@ -96,9 +96,11 @@ class ReportMemory : public ::testing::Test {
     ASSERT_EQ(record_.status, 0) << record_.err;
     ASSERT_NE(record_.out.find("pingpong handoffs=" + std::to_string(kHandoffs)), std::string::npos) << record_.out;
     file_ = totals(data_);
-    // Each handoff wakes the thread whose turn it is, which had blocked: at least one block a
-    // handoff (a few more where the mutex was contended), each one sample of --timeline.
-    ASSERT_GE(file_.samples, static_cast<uint64_t>(kHandoffs) * 99 / 100);
+    // What matters here is a large file, not one block a handoff: a handoff made while the
+    // other thread is between releasing the mutex and its futex wait wakes nobody, and under
+    // load that window is often preempted (185,174 blocks of 200,000 handoffs beside a nice-19
+    // build; 99% or more on an idle machine). Half the handoffs still make 200,000 samples.
+    ASSERT_GE(file_.samples, static_cast<uint64_t>(kHandoffs) / 2);
     ASSERT_EQ(file_.blocks, file_.samples);
   }
 
