@@ -1,17 +1,106 @@
 #include "support/go_pprof.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <regex>
 #include <sstream>
 
 namespace offwake::test {
 
+namespace {
+
+// The command line of `go tool pprof ARGS` with everything go writes kept under `home`.
+std::string go_pprof_command(const TempDir& home, const std::string& args) {
+  return "env HOME=" + home.path() + " GOPATH=" + home.file("go") + " GOCACHE=" + home.file("cache") +
+         " GOMODCACHE=" + home.file("mod") + " PPROF_TMPDIR=" + home.file("pprof") +
+         " GOENV=off GOFLAGS= GOTOOLCHAIN=local GOPROXY=off GOTELEMETRY=off" +
+         " PATH=/usr/lib/go/bin:$PATH go tool pprof " + args;
+}
+
+// A port of 127.0.0.1 that nothing listens on now (the kernel's choice for a bind to port 0).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+bool accepts(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
 RunResult go_pprof(const std::string& args) {
   TempDir home;  // outlives the run: go and pprof write nothing anywhere else
-  const std::string env = "env HOME=" + home.path() + " GOPATH=" + home.file("go") + " GOCACHE=" + home.file("cache") +
-                          " GOMODCACHE=" + home.file("mod") + " PPROF_TMPDIR=" + home.file("pprof") +
-                          " GOENV=off GOFLAGS= GOTOOLCHAIN=local GOPROXY=off GOTELEMETRY=off" +
-                          " PATH=/usr/lib/go/bin:$PATH ";
-  return run(env + "go tool pprof " + args);
+  return run(go_pprof_command(home, args));
+}
+
+PprofWebUi::PprofWebUi(const std::string& profile) {
+  port_ = free_port();
+  if (port_ == 0) {
+    error_ = "no free port on 127.0.0.1";
+    return;
+  }
+  const std::string command = "exec " + go_pprof_command(home_, "-no_browser -http=127.0.0.1:" +
+                                                                    std::to_string(port_) + " '" + profile + "'") +
+                              " >" + home_.file("pprof.log") + " 2>&1";
+  pid_ = fork();
+  if (pid_ == 0) {
+    setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (pid_ < 0) {
+    error_ = std::string("fork: ") + strerror(errno);
+    return;
+  }
+  setpgid(pid_, pid_);
+  // A guard against a server that never comes up, not a timing: it listens within a second.
+  for (int i = 0; i < 600; ++i) {
+    if (accepts(port_)) return;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      error_ = "go tool pprof -http exited: " + read_file(home_.file("pprof.log"));
+      return;
+    }
+    usleep(100'000);
+  }
+  error_ = "go tool pprof -http did not listen within 60 s: " + read_file(home_.file("pprof.log"));
+}
+
+PprofWebUi::~PprofWebUi() {
+  if (pid_ <= 0) return;
+  kill(-pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+}
+
+std::string PprofWebUi::url(const std::string& page) const {
+  return "http://127.0.0.1:" + std::to_string(port_) + "/ui/" + page;
 }
 
 bool PprofRawSample::has_function(const std::string& name) const {

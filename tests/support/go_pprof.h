@@ -16,6 +16,25 @@ namespace offwake::test {
 // reaches the network. Go is Debian's golang-go (scripts/install-deps.sh).
 RunResult go_pprof(const std::string& args);
 
+// `go tool pprof -http` on `profile`, as go_pprof() runs pprof, serving on 127.0.0.1 at a port
+// that was free, in a process group of its own, killed with the object. ok() once the server
+// accepts connections (within 60 s); otherwise error() says why.
+class PprofWebUi {
+ public:
+  explicit PprofWebUi(const std::string& profile);
+  ~PprofWebUi();
+  PprofWebUi(const PprofWebUi&) = delete;
+  PprofWebUi& operator=(const PprofWebUi&) = delete;
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  std::string url(const std::string& page) const;  // "http://127.0.0.1:PORT/ui/PAGE"
+
+ private:
+  TempDir home_;
+  int pid_ = -1, port_ = 0;
+  std::string error_;
+};
+
 struct PprofRawSample {
   std::vector<int64_t> values;            // in the order of the sample types
   std::vector<uint64_t> location_ids;     // leaf first
