@@ -30,9 +30,6 @@
 namespace offwake::test {
 namespace {
 
-// Prefix for a command line that runs `perf offwake` through Debian's perf, which finds us on PATH.
-const std::string kPerfFindsUs = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH ";
-
 using Recording = RecordRun;
 
 // Records `args` (options and command) into dir/perf.data and reads it with perf script.

@@ -10,6 +10,9 @@ namespace offwake::test {
 // The sub-command as built; `perf offwake` runs it when its folder is on PATH.
 inline const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 
+// Prefix for a command line in which Debian's perf runs `perf offwake`: it finds us on PATH.
+inline const std::string kPerfFindsUs = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH ";
+
 // The test workloads (tests/workloads), with the trailing slash: kWorkloads + "wl_pipe".
 inline const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 
