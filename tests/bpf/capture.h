@@ -10,6 +10,7 @@
 
 #include "bpf/offwake_loader.h"
 #include "workload.h"
+#include "support/paths.h"
 
 namespace offwake::bpf {
 

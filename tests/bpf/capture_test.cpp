@@ -12,7 +12,9 @@
 
 #include "bpf/offwake_loader.h"
 #include "record/aggregate_samples.h"
+#include "support/paths.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 #include "synth/kernel_maps.h"
 #include "capture.h"
 
@@ -24,9 +26,9 @@ void run_under(const std::string& workload, const std::vector<std::string>& args
                std::vector<LoaderOptions> options, std::vector<Capture>* out, Truth* truth) {
   std::string text;
   ASSERT_NO_FATAL_FAILURE(run_captures(workload, args, std::move(options), out, &text));
-  auto t = parse_truth(text);
-  ASSERT_TRUE(t) << text;
-  *truth = *t;
+  auto truths = parse_truth(text);
+  ASSERT_FALSE(truths.empty()) << text;
+  *truth = truths.front();
 }
 
 // (blocked tid, blocked frames, waker tid, waker frames) -> (ns, count), frames as perf.data
@@ -188,7 +190,7 @@ void expect_truth_seen(const std::string& workload, const Capture& c, const Trut
   ASSERT_TRUE(fn);
   uint64_t count = 0;
   for (const Aggregate& a : c.aggregates)
-    if (static_cast<int>(a.key.tid) == t.tid && stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn))
+    if (a.key.tid == t.tid && stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn))
       count += a.value.count;
   EXPECT_EQ(count, t.count) << t.function;
 }
@@ -306,8 +308,9 @@ TEST(EarlyWakers, AreNamedAsTheEagerCaptureNamesThem) {
   std::string text;
   ASSERT_NO_FATAL_FAILURE(run_captures("wl_late_run", {"-n", std::to_string(kRounds), "-m", "3", "-u", "990"},
                                        {lazy, eager}, &caps, &text));
-  auto t = parse_truth(text);
-  ASSERT_TRUE(t) << text;
+  auto truths = parse_truth(text);
+  ASSERT_FALSE(truths.empty()) << text;
+  const Truth* t = &truths.front();
   // Rounds in which other load also preempted the main thread are left out of the truth
   // ("impure"): recorded all the same, so the recorded time may exceed the truth by theirs.
   const auto impure_at = text.find("impure rounds=");
@@ -323,11 +326,11 @@ TEST(EarlyWakers, AreNamedAsTheEagerCaptureNamesThem) {
     uint64_t blocks = 0, ns = 0, named = 0, early = 0, early_without_stacks = 0;
     std::string others;
     for (const Aggregate& a : c.aggregates) {
-      if (static_cast<int>(a.key.tid) != t->tid || !stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn))
+      if (a.key.tid != t->tid || !stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn))
         continue;
       blocks += a.value.count;
       ns += a.value.total_ns;
-      if (static_cast<int>(a.key.waker_tid) == t->waker_tid)
+      if (a.key.waker_tid == t->waker_tid)
         named += a.value.count;
       else
         others += " " + std::to_string(a.value.count) + "x tid " + std::to_string(a.key.waker_tid) + " flags " +
@@ -369,7 +372,7 @@ TEST(SchedFrames, KeepTheSchedulersOwnFrames) {
   auto kernel_names = [&](const Capture& c) {
     std::set<std::string> names;
     for (const Aggregate& a : c.aggregates) {
-      if (static_cast<int>(a.key.tid) != t.tid) continue;
+      if (a.key.tid != t.tid) continue;
       for (uint64_t ip : frames_of(*c.stacks, a.key.kern_stack_id))
         if (const KernelSymbol* s = kallsyms->find(ip)) names.insert(s->name);
     }
@@ -399,7 +402,7 @@ TEST(TaskWork, NoEntryLeftCostsTheUserStackOnlyCounted) {
   uint64_t without = 0, truth_blocks = 0;
   for (const Aggregate& a : c.aggregates) {
     if (a.key.user_stack_id == -OFFWAKE_ERR_NO_TASK_WORK) without += a.value.count;
-    if (static_cast<int>(a.key.tid) == t.tid) truth_blocks += a.value.count;
+    if (a.key.tid == t.tid) truth_blocks += a.value.count;
   }
   EXPECT_GT(c.counters.user_work_failed, 0u);
   EXPECT_EQ(without, c.counters.user_work_failed);

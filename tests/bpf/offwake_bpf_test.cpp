@@ -18,7 +18,9 @@
 #include "bpf/libbpf_log.h"
 #include "bpf/offwake_loader.h"
 #include "bpf/stack_trace_map.h"
+#include "support/paths.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 #include "util/fd.h"
 #include "workload.h"
 
@@ -67,9 +69,9 @@ void record(const std::string& workload, const std::vector<std::string>& args, L
   std::string out = proc.finish(&status);
   bpf->detach();
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << workload << " failed: " << out;
-  auto truth = parse_truth(out);
-  ASSERT_TRUE(truth) << "no truth line in: " << out;
-  rec->truth = *truth;
+  auto truths = parse_truth(out);
+  ASSERT_FALSE(truths.empty()) << "no truth line in: " << out;
+  rec->truth = truths.front();
 
   auto aggs = bpf->read_aggregates();
   ASSERT_TRUE(aggs.ok()) << aggs.error().message();
@@ -116,7 +118,7 @@ void check_against_truth(const std::string& workload, const Recording& rec, bool
     all_count += a.value.count;
     if (a.key.waker_flags & OFFWAKE_WAKER_NONE) no_waker_count += a.value.count;
     seen += describe(a.key, a.value) + "\n";
-    if (static_cast<int>(a.key.tid) != t.tid) continue;
+    if (a.key.tid != t.tid) continue;
     auto user = frames_of(map, a.key.user_stack_id);
     if (!stack_hits(user, *fn)) continue;
     SCOPED_TRACE(describe(a.key, a.value));
@@ -143,7 +145,7 @@ void check_against_truth(const std::string& workload, const Recording& rec, bool
       truth_no_waker_ns += a.value.total_ns;
       continue;
     }
-    EXPECT_EQ(static_cast<int>(a.key.waker_tid), t.waker_tid);
+    EXPECT_EQ(a.key.waker_tid, t.waker_tid);
     EXPECT_FALSE(frames_of(map, a.key.waker_kern_stack_id).empty());
     if (irq_waker) {
       EXPECT_EQ(a.key.waker_flags, OFFWAKE_WAKER_HARDIRQ);
@@ -224,7 +226,7 @@ TEST(OffwakeBpf, MinBlockFiltersShortBlocksAndCountsThem) {
   opts.min_block_ns = 50'000'000;  // the workload blocks for ~10 ms: 40 ms of oversleep to spare
   ASSERT_NO_FATAL_FAILURE(record("wl_sleep", {"-n", "10", "-m", "10"}, opts, &rec));
   for (const auto& a : rec.aggregates)
-    EXPECT_NE(static_cast<int>(a.key.tid), rec.truth.tid) << describe(a.key, a.value);
+    EXPECT_NE(a.key.tid, rec.truth.tid) << describe(a.key, a.value);
   EXPECT_GE(rec.counters.filtered, rec.truth.count);
 }
 

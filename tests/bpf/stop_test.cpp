@@ -11,15 +11,16 @@
 #include <utility>
 #include <vector>
 
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
 
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kSleep = OFFWAKE_BINARY_DIR "/tests/workloads/wl_sleep";
+const std::string kSleep = kWorkloads + "wl_sleep";
 
 // Recorded against the workload's own measurement: a block is switch-out to switch-in, inside
 // the workload's clock reads around the system call; 0.5 ms allows for a virtual CPU that is

@@ -20,7 +20,9 @@
 #include "bpf/aggregates.h"
 #include "bpf/event_reader.h"
 #include "bpf/offwake_loader.h"
+#include "support/paths.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 #include "workload.h"
 
 namespace offwake::bpf {
@@ -107,7 +109,7 @@ void run_workload(const std::string& workload, const std::vector<std::string>& a
   bpf->detach();
   run->detach_ns = monotonic_ns();
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << workload << " failed: " << out;
-  if (auto truth = parse_truth(out)) run->truth = *truth;
+  if (auto truths = parse_truth(out); !truths.empty()) run->truth = truths.front();
 
   if (opts.timeline) {
     ASSERT_NO_FATAL_FAILURE(drain(*bpf, run));
@@ -144,7 +146,7 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
   Recorded run;
   ASSERT_NO_FATAL_FAILURE(run_workload("wl_condvar", {"-n", "20", "-m", "20"}, timeline_options(), &run));
   const Truth& t = run.truth;
-  ASSERT_GT(t.tid, 0) << "no truth line";
+  ASSERT_GT(t.tid, 0u) << "no truth line";
   auto fn = function_range(kWorkloads + "wl_condvar", t.function);
   ASSERT_TRUE(fn);
   const int ncpus = libbpf_num_possible_cpus();
@@ -164,7 +166,7 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
     EXPECT_EQ(e.reserved, 0u);
     EXPECT_GE(e.end_ns, last_end[e.key.tid]) << "out of order for its thread";
     last_end[e.key.tid] = e.end_ns;
-    if (static_cast<int>(e.key.tid) != t.tid) continue;
+    if (e.key.tid != t.tid) continue;
     if (!stack_hits(frames_of(*run.stacks, e.key.user_stack_id), *fn)) continue;
     total += duration(e);
     ++count;
@@ -172,7 +174,7 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
       ++no_waker;
       no_waker_ns += duration(e);
     } else {
-      EXPECT_EQ(static_cast<int>(e.key.waker_tid), t.waker_tid);
+      EXPECT_EQ(e.key.waker_tid, t.waker_tid);
     }
   }
   double error = std::fabs(static_cast<double>(total) - static_cast<double>(t.blocked_ns)) /
@@ -203,8 +205,8 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
 std::map<std::string, uint64_t> time_by_role(const Recorded& run) {
   std::map<std::string, uint64_t> by_tid;
   auto role = [&](uint32_t tid) {
-    if (static_cast<int>(tid) == run.truth.tid) return std::string("waiter");
-    if (static_cast<int>(tid) == run.truth.waker_tid) return std::string("signaller");
+    if (tid == run.truth.tid) return std::string("waiter");
+    if (tid == run.truth.waker_tid) return std::string("signaller");
     return "other tid " + std::to_string(tid);
   };
   for (const auto& a : run.aggregates) by_tid[role(a.key.tid)] += a.value.total_ns;
@@ -290,7 +292,7 @@ TEST(OffwakeTimeline, MinAndMaxBlockFilterEvents) {
       if (k.max_ns) {
         EXPECT_LE(duration(e), k.max_ns) << describe(e);
       }
-      if (static_cast<int>(e.key.tid) == run.truth.tid &&
+      if (e.key.tid == run.truth.tid &&
           stack_hits(frames_of(*run.stacks, e.key.user_stack_id), *fn))
         ++sleeps;
     }

@@ -1,5 +1,5 @@
-// Test workloads for the BPF tests: run one held until the BPF filter is in place, read its
-// "truth" line, and find its functions in its symbol table.
+// Test workloads for the BPF tests: run one held until the BPF filter is in place, and find
+// its functions in its symbol table (its "truth" line is support/truth.h's).
 #pragma once
 
 #include <fcntl.h>
@@ -10,55 +10,22 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "bpf/stack_trace_map.h"
+#include "support/paths.h"
+#include "support/truth.h"
 #include "util/fd.h"
 
 namespace offwake::bpf {
 
-inline const std::string kWorkloads = std::string(OFFWAKE_BINARY_DIR) + "/tests/workloads/";
-
-// ---- the workload's own measurement ----
-
-struct Truth {
-  int tid = 0;
-  std::string function;
-  uint64_t blocked_ns = 0;
-  uint64_t count = 0;
-  int waker_tid = 0;
-  std::string waker_function;
-};
-
-inline std::optional<Truth> parse_truth(const std::string& out) {
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("truth ", 0) != 0) continue;
-    std::map<std::string, std::string> kv;
-    std::istringstream words(line.substr(6));
-    std::string w;
-    while (words >> w) {
-      auto eq = w.find('=');
-      if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
-    }
-    Truth t;
-    t.tid = std::stoi(kv.at("tid"));
-    t.function = kv.at("function");
-    t.blocked_ns = std::stoull(kv.at("blocked_ns"));
-    t.count = std::stoull(kv.at("count"));
-    t.waker_tid = std::stoi(kv.at("waker_tid"));
-    t.waker_function = kv.at("waker_function");
-    return t;
-  }
-  return std::nullopt;
-}
+using test::kWorkloads;
+using test::parse_truth;
+using test::Truth;
 
 // ---- a workload forked and held until the BPF filter is in place ----
 
@@ -159,7 +126,6 @@ inline bool stack_hits(const std::vector<uint64_t>& frames, const Range& r) {
     if (r.contains(ip)) return true;
   return false;
 }
-
 
 inline std::vector<uint64_t> frames_of(const StackTraceMap& map, int64_t id) {
   if (id < 0) return {};

@@ -17,14 +17,14 @@
 #include <regex>
 
 #include "support/blocked_samples.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
 
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 const std::string kSchedEvents = " -e sched:sched_switch -e sched:sched_waking ";
 const std::string kSystemWide = kSchedEvents + "-g -a";
 const std::string kPerTask = kSchedEvents + "--switch-events -g";

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/recording.h"
 #include "support/run.h"
@@ -106,7 +107,7 @@ TEST(DescribedProcesses, AWakerFromOutsideTheCommandIsNamedAfterItExits) {
   // head is asleep in read() by then. fd 3 keeps the FIFO open, so that no open() waits.
   const std::string ready = dir.file("ready");
   auto rec = test::run("exec 3<>" + fifo + "; (while [ ! -e " + ready + " ]; do sleep 0.05; done; sleep 0.2; printf x >" +
-                       fifo + ") & echo $! >" + pidfile + "; " + test::kOffwakeBinary + " record -o " + data +
+                       fifo + ") & echo $! >" + pidfile + "; " + test::kOffwake + " record -o " + data +
                        " -- sh -c 'touch " + ready + "; head -c1 " + fifo + " >/dev/null; sleep 0.3'; exec 3>&-");
   ASSERT_EQ(rec.status, 0) << rec.err;
   const uint32_t writer = static_cast<uint32_t>(std::stoul(test::read_file(pidfile)));

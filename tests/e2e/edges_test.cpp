@@ -9,19 +9,19 @@
 #include <sstream>
 
 #include "support/blocked_samples.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/raw_blocks.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 #include "support/usage_error.h"
 
 namespace offwake::test {
 namespace {
 
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kForkStorm = OFFWAKE_BINARY_DIR "/tests/e2e/fork_storm";
-const std::string kLateRun = OFFWAKE_BINARY_DIR "/tests/workloads/wl_late_run";
-const std::string kBadFrame = OFFWAKE_BINARY_DIR "/tests/workloads/wl_bad_frame";
+const std::string kLateRun = kWorkloads + "wl_late_run";
+const std::string kBadFrame = kWorkloads + "wl_bad_frame";
 
 // key=value counters stored in the file (our feature section).
 std::map<std::string, uint64_t> stored_counters(const std::string& data) {
@@ -261,7 +261,7 @@ TEST(Edges, StateDLeavesOutIdleKernelThreadsAndIKeepsThem) {
   {
     // Something that waits in D for sure while the second is recorded: a vfork parent. It
     // runs 3 s (120 waits of 25 ms): past the recorder's load (about a second) and its second.
-    auto vfork = run("(" + std::string(OFFWAKE_BINARY_DIR) + "/tests/workloads/wl_vfork -n 120 -m 25 >/dev/null &) ");
+    auto vfork = run("(" + kWorkloads + "wl_vfork -n 120 -m 25 >/dev/null &) ");
     d = states("--state D");
   }
   ASSERT_FALSE(d.empty()) << "nothing recorded under --state D, not even wl_vfork's waits";

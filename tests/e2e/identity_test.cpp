@@ -29,15 +29,14 @@
 #include <sstream>
 
 #include "support/blocked_samples.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 
 // Twenty blocks of 20 ms per identity: 400 ms, so that one hiccup of a few milliseconds that the
 // workload's clock sees and the recorder rightly does not (a preemption between the clock

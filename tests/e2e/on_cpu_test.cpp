@@ -7,16 +7,16 @@
 #include <map>
 #include <sstream>
 
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
 
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
-const std::string kWallclock = OFFWAKE_SOURCE_DIR "/scripts/offwake-wallclock.py";
+const std::string kWallclock = kScripts + "offwake-wallclock.py";
 
 uint64_t spin_truth(const std::string& out) {
   auto at = out.find("on_cpu_ns=");

@@ -10,14 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "support/paths.h"
 #include "support/recording.h"
 #include "support/run.h"
 #include "support/usage_error.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = kOffwakeBinary;
 
 struct BadOption {
   std::string args;

@@ -14,6 +14,7 @@
 
 #include "perfdata/writer.h"
 #include "support/live_target.h"
+#include "support/paths.h"
 #include "support/run.h"
 #include "support/test_events.h"
 #include "synth/elf_file.h"
@@ -27,7 +28,6 @@ namespace {
 using namespace perfdata;
 
 const std::string& kTarget = test::kSymbolsTarget;
-
 
 // The runtime address of `function`+4 in the live process, through its mapping of the ELF.
 uint64_t runtime_address(pid_t pid, const ElfFile& elf, const std::string& function) {

@@ -20,18 +20,15 @@
 
 #include "support/block_truth.h"
 #include "support/blocked_samples.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/raw_blocks.h"
 #include "support/run.h"
+#include "support/truth.h"
 #include "support/usage_error.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
-// Prefix for a command line that runs `perf offwake` through Debian's perf, which finds us on PATH.
-const std::string kPerfFindsUs = "PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH ";
 
 using Recording = RecordRun;
 
@@ -561,7 +558,7 @@ TEST(Record, RecorderFollowsItsPerf) {
 // summary prints.
 TEST(Record, LostBlocksAreLostSamplesInPerf) {
   TempDir dir;
-  auto r = record(dir, "--map-size 4 -- " OFFWAKE_BINARY_DIR "/tests/e2e/fork_storm -n 100 -b 20");
+  auto r = record(dir, "--map-size 4 -- " + kForkStorm + " -n 100 -b 20");
   ASSERT_EQ(r.record.status, 0) << r.record.err;
   // perf script warns of the lost samples, as it should.
   EXPECT_NE(r.script.err.find("lost"), std::string::npos) << r.script.err;

@@ -15,6 +15,7 @@
 
 #include "perfdata/reader.h"
 #include "record/offwake_events.h"
+#include "support/paths.h"
 #include "support/recording.h"
 
 extern char** environ;
@@ -85,7 +86,7 @@ class ReportMemory : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     data_ = dir_->file("big.data");
-    record_ = run(kOffwakeBinary + " record --timeline -o " + data_ + " -- " + kWorkloadDir + "wl_pingpong -n " +
+    record_ = run(kOffwake + " record --timeline -o " + data_ + " -- " + kWorkloads + "wl_pingpong -n " +
                   std::to_string(kHandoffs));
   }
   static void TearDownTestSuite() {
@@ -106,7 +107,7 @@ class ReportMemory : public ::testing::Test {
 
   // Runs `perf offwake ARGS` under the bounds; its stdout goes to `out`.
   void bounded(const std::string& args, const std::string& out) {
-    Measured m = measure(kOffwakeBinary + " " + args + " -i " + data_ + " > " + out + " 2> " + out + ".err");
+    Measured m = measure(kOffwake + " " + args + " -i " + data_ + " > " + out + " 2> " + out + ".err");
     EXPECT_EQ(m.status, 0) << args << ": " << read_file(out + ".err");
     EXPECT_LT(m.max_rss_kb, kMaxRssKb) << args << ": peak RSS " << m.max_rss_kb / 1024 << " MB on " << file_.samples
                                        << " blocks";

@@ -19,15 +19,14 @@
 
 #include "support/blocked_samples.h"
 #include "support/go_pprof.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 
 double relative_error(uint64_t recorded, uint64_t truth) {
   return std::abs(static_cast<double>(recorded) - static_cast<double>(truth)) / static_cast<double>(truth);
@@ -301,14 +300,10 @@ TEST(ReportPprofChains, SamplesHoldEveryHopsStacks) {
   const std::string data = dir.file("relay.data"), pprof = dir.file("relay.pb.gz");
   auto record = run(kOffwake + " record -q --chain-depth 3 -o " + data + " -- " + kWorkloads + "wl_relay -n 20 -m 20");
   ASSERT_EQ(record.status, 0) << record.err;
-  uint32_t first = 0, second = 0, third = 0;
-  std::istringstream lines(record.out);
-  for (std::string line; std::getline(lines, line);)
-    sscanf(line.c_str(), "relay first=%u second=%u third=%u", &first, &second, &third);
-  ASSERT_TRUE(first && second && third) << record.out;
-  Truth truth;
-  for (const Truth& t : parse_truth(record.out))
-    if (t.tid == third) truth = t;
+  const Relay relay = parse_relay(record.out);
+  ASSERT_TRUE(relay.first && relay.second && relay.third) << record.out;
+  const uint32_t third = relay.third;
+  const Truth& truth = relay.third_truth;
   ASSERT_EQ(truth.function, "wl_relay_wait_pass") << record.out;
   auto report = run(kOffwake + " report -i " + data + " --pprof " + pprof);
   ASSERT_EQ(report.status, 0) << report.err;

@@ -13,18 +13,16 @@
 #include <sstream>
 
 #include "support/block_truth.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/recording.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 #include "support/usage_error.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
-const std::string kScripts = OFFWAKE_SOURCE_DIR "/scripts/";
 
 RunResult report(const Recording& r, const std::string& args) {
   return run(kOffwake + " report -i " + r.data + " " + args);

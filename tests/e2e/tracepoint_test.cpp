@@ -13,20 +13,21 @@
 #include <set>
 
 #include "support/blocked_samples.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
 
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
 // The workloads run on CPU 0. On this kind of VM, perf's tracepoint events on CPU 1 miss
 // what happens while that CPU idles: the timer interrupt's sched_waking and the switch out of
 // the idle task (stock `perf record -e sched:sched_switch -e sched:sched_waking -a` misses them
 // too; the BPF programs see them). The tracepoint back end then counts those blocks as "no
 // wakeup seen" and "ended late", honestly, but a test of the waker needs to see it.
-const std::string kWorkloads = "taskset -c 0 " OFFWAKE_BINARY_DIR "/tests/workloads/";
+const std::string kOnCpu0 = "taskset -c 0 " + kWorkloads;
 
 using Recording = RecordRun;
 
@@ -65,7 +66,7 @@ void expect_tracepoint_summary(const std::string& err) {
 
 TEST(TracepointBackend, PipeBetweenProcesses) {
   TempDir dir;
-  auto r = record(dir, "--backend tracepoint -- " + kWorkloads + "wl_pipe");
+  auto r = record(dir, "--backend tracepoint -- " + kOnCpu0 + "wl_pipe");
   expect_clean(r);
   expect_tracepoint_summary(r.record.err);
   expect_truth(r);
@@ -83,7 +84,7 @@ TEST(TracepointBackend, PipeBetweenProcesses) {
 
 TEST(TracepointBackend, CondvarThreads) {
   TempDir dir;
-  auto r = record(dir, "--backend tracepoint -- " + kWorkloads + "wl_condvar");
+  auto r = record(dir, "--backend tracepoint -- " + kOnCpu0 + "wl_condvar");
   expect_clean(r);
   expect_truth(r);
   for (const auto& s : r.samples) {
@@ -96,14 +97,14 @@ TEST(TracepointBackend, CondvarThreads) {
 
 TEST(TracepointBackend, TimerSleepWokenByHardirq) {
   TempDir dir;
-  auto r = record(dir, "--backend tracepoint -- " + kWorkloads + "wl_sleep");
+  auto r = record(dir, "--backend tracepoint -- " + kOnCpu0 + "wl_sleep");
   expect_clean(r);
   expect_truth(r);
 }
 
 TEST(TracepointBackend, SchedFramesKeepsTheScheduler) {
   TempDir dir;
-  auto r = record(dir, "--backend tracepoint --sched-frames -- " + kWorkloads + "wl_pipe -n 5");
+  auto r = record(dir, "--backend tracepoint --sched-frames -- " + kOnCpu0 + "wl_pipe -n 5");
   expect_clean(r);
   ASSERT_EQ(r.truth.size(), 1u);
   bool seen = false;
@@ -118,7 +119,7 @@ TEST(TracepointBackend, SchedFramesKeepsTheScheduler) {
 // One block, one pair of samples, at its real time, in time order once perf has sorted them.
 TEST(TracepointBackend, Timeline) {
   TempDir dir;
-  auto r = record(dir, "--backend tracepoint --timeline -- " + kWorkloads + "wl_condvar -n 10",
+  auto r = record(dir, "--backend tracepoint --timeline -- " + kOnCpu0 + "wl_condvar -n 10",
                   kPerfScriptTimedFields);
   expect_clean(r);
   EXPECT_NE(r.record.err.find("timeline events ]"), std::string::npos) << r.record.err;
@@ -165,8 +166,8 @@ Answer answer(const Recording& r) {
 // functions, blocked times within 5% of each other and of each run's truth.
 void expect_same_answer(const std::string& workload) {
   TempDir dir_bpf, dir_tp;
-  auto bpf = record(dir_bpf, "--backend bpf -- " + kWorkloads + workload);
-  auto tp = record(dir_tp, "--backend tracepoint -- " + kWorkloads + workload);
+  auto bpf = record(dir_bpf, "--backend bpf -- " + kOnCpu0 + workload);
+  auto tp = record(dir_tp, "--backend tracepoint -- " + kOnCpu0 + workload);
   expect_clean(bpf);
   expect_clean(tp);
   ASSERT_EQ(bpf.truth.size(), 1u);
@@ -199,7 +200,7 @@ const std::string kNoBpf = "setpriv --inh-caps=-bpf,-sys_admin --bounding-set=-b
 
 TEST(BackendFallback, AutoFallsBackWithANoticeWhenBpfCannotLoad) {
   TempDir dir;
-  auto r = record(dir, "-- " + kWorkloads + "wl_pipe", "", kNoBpf);
+  auto r = record(dir, "-- " + kOnCpu0 + "wl_pipe", "", kNoBpf);
   expect_clean(r);
   const std::string notice = "perf offwake record: BPF unavailable (";
   const size_t at = r.record.err.find(notice);
@@ -214,7 +215,7 @@ TEST(BackendFallback, AutoFallsBackWithANoticeWhenBpfCannotLoad) {
 
 TEST(BackendFallback, ForcedBpfFailsWithTheBpfError) {
   TempDir dir;
-  auto r = run(kNoBpf + " '" + kOffwake + " record --backend bpf -o " + dir.file("perf.data") + " -- " + kWorkloads +
+  auto r = run(kNoBpf + " '" + kOffwake + " record --backend bpf -o " + dir.file("perf.data") + " -- " + kOnCpu0 +
                "wl_pipe -n 2'");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("perf offwake record: loading BPF object"), std::string::npos) << r.err;
@@ -224,7 +225,7 @@ TEST(BackendFallback, ForcedBpfFailsWithTheBpfError) {
 
 TEST(BackendFallback, AutoWithABpfOnlyOptionNamesIt) {
   TempDir dir;
-  auto r = run(kNoBpf + " '" + kOffwake + " record --eager -o " + dir.file("perf.data") + " -- " + kWorkloads +
+  auto r = run(kNoBpf + " '" + kOffwake + " record --eager -o " + dir.file("perf.data") + " -- " + kOnCpu0 +
                "wl_pipe -n 2'");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("the BPF programs cannot be loaded"), std::string::npos) << r.err;
@@ -248,7 +249,7 @@ TEST(BackendFallback, NeitherBackEndIsOneLine) {
 // With BPF available, auto is BPF: no notice, no tracepoint line.
 TEST(BackendFallback, AutoIsBpfWhereBpfLoads) {
   TempDir dir;
-  auto r = record(dir, "-- " + kWorkloads + "wl_pipe -n 3");
+  auto r = record(dir, "-- " + kOnCpu0 + "wl_pipe -n 3");
   expect_clean(r);
   EXPECT_EQ(r.record.err.find("BPF unavailable"), std::string::npos) << r.record.err;
   EXPECT_EQ(r.record.err.find("tracepoint back end"), std::string::npos) << r.record.err;
@@ -265,13 +266,13 @@ TEST(BackendOptions, BpfOnlyOptionsWithTheTracepointBackEnd) {
   };
   for (const auto& [option, name] : cases) {
     auto r = run(kOffwake + " record --backend tracepoint " + option + " -o " + dir.file("perf.data") + " -- " +
-                 kWorkloads + "wl_pipe -n 1");
+                 kOnCpu0 + "wl_pipe -n 1");
     EXPECT_EQ(r.status, 129) << option;
     EXPECT_EQ(r.err, "perf offwake record: " + name + " needs the BPF back end (not --backend tracepoint)\n");
     EXPECT_EQ(r.out, "") << option;
   }
   auto depth1 = run(kOffwake + " record -q --backend tracepoint --chain-depth 1 -o " + dir.file("perf.data") +
-                    " -- " + kWorkloads + "wl_pipe -n 1");
+                    " -- " + kOnCpu0 + "wl_pipe -n 1");
   EXPECT_EQ(depth1.status, 0) << "--chain-depth 1 is no chain: " << depth1.err;
 }
 
@@ -363,8 +364,8 @@ TEST(TracepointBackend, WakerAndWakeeOnTwoCpusDuringABuild) {
   CompileLoad load(load_dir, 180);
   ASSERT_GT(load.compiles(), 0u) << "the compile load did not start";
   auto r = record(dir,
-                  "--backend tracepoint --timeline --mmap-pages 4096 -- taskset -c 1 " OFFWAKE_BINARY_DIR
-                  "/tests/workloads/wl_pipe -n 20 -m 50 -c 0",
+                  "--backend tracepoint --timeline --mmap-pages 4096 -- taskset -c 1 " + kWorkloads +
+                      "wl_pipe -n 20 -m 50 -c 0",
                   kPerfScriptTimedFields);
   // The load ran beside the whole recording: started before it, still on after it.
   EXPECT_TRUE(load.running()) << "the compile load ended before the recording did";

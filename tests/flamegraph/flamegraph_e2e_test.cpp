@@ -10,15 +10,14 @@
 #include <cmath>
 
 #include "flamegraph/svg_doc.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 
 bool has(const std::vector<std::string>& path, const std::string& name) {
   return std::find(path.begin(), path.end(), name) != path.end();

@@ -5,15 +5,14 @@
 #include <fstream>
 
 #include "support/blocked_samples.h"
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 
 // One recording of wl_pipe shared by the tests of this file.
 class ScriptHost : public ::testing::Test {

@@ -10,17 +10,15 @@
 #include <memory>
 #include <sstream>
 
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/recording.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
-const std::string kScripts = OFFWAKE_SOURCE_DIR "/scripts/";
 
 // One recording of a workload, made once for all tests of this file; wl_spin_block with
 // --on-cpu: the scripts must skip the cpu-clock samples.

@@ -8,6 +8,7 @@
 #include <regex>
 #include <string>
 
+#include "support/paths.h"
 #include "support/run.h"
 
 namespace offwake::test {
@@ -40,7 +41,7 @@ TEST(Demo, TestInstallsTheTestsReaders) {
 
 // The demo script itself, with this build's perf-offwake found by Debian's perf on PATH.
 TEST(Demo, ShowsOurReportPerfsReportAndScriptAndWritesAFlameGraph) {
-  auto r = run("PATH=" OFFWAKE_BINARY_DIR "/perf-plugin:$PATH bash " OFFWAKE_SOURCE_DIR "/scripts/demo.sh " OFFWAKE_BINARY_DIR);
+  auto r = run(kPerfFindsUs + "bash " OFFWAKE_SOURCE_DIR "/scripts/demo.sh " OFFWAKE_BINARY_DIR);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   std::smatch dir;
   ASSERT_TRUE(std::regex_search(r.out, dir, std::regex("The recording stays in (/tmp/perf-offwake-demo\\.[A-Za-z0-9]+)/perf\\.data")))

@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::test {
 
@@ -31,7 +33,7 @@ inline RecordRun record_and_script(const TempDir& dir, const std::string& args, 
                                    const std::string& prefix = "") {
   RecordRun r;
   const std::string data = dir.file("perf.data");
-  const std::string cmd = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake record -o " + data + " " + args;
+  const std::string cmd = kOffwake + " record -o " + data + " " + args;
   r.record = run(prefix.empty() ? cmd : prefix + " '" + cmd + "'");
   r.truth = parse_truth(r.record.out);
   r.script = run(std::string("perf script ") + (fields.empty() ? kPerfScriptFields : fields) + " -i " + data);

@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "support/paths.h"
+
 namespace offwake::test {
 
 LiveTarget::LiveTarget() {

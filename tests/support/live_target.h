@@ -8,8 +8,6 @@
 
 namespace offwake::test {
 
-inline const std::string kSymbolsTarget = OFFWAKE_BINARY_DIR "/tests/e2e/symbols_target";
-
 class LiveTarget {
  public:
   LiveTarget();   // returns once the target said "ready"; throws if it did not start

@@ -4,7 +4,6 @@
 
 #include <deque>
 #include <sstream>
-#include <utility>
 
 #include "support/raw_blocks.h"
 #include "support/run.h"
@@ -106,59 +105,6 @@ void add_block_counts(std::vector<ScriptSample>& samples, const std::string& dat
     ++given;
   }
   EXPECT_EQ(given, printed.size()) << "offwake-time samples in the payloads but not in perf script's text";
-}
-
-namespace {
-
-// Calls field(key, value) for each "key=value" word of each line that starts with `prefix`,
-// and done() after each such line.
-template <typename Field, typename Done>
-void for_each_kv_line(const std::string& text, const std::string& prefix, Field field, Done done) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(prefix, 0) != 0) continue;
-    std::istringstream f(line.substr(prefix.size()));
-    for (std::string kv; f >> kv;) {
-      auto eq = kv.find('=');
-      field(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-    done();
-  }
-}
-
-}  // namespace
-
-std::vector<Truth> parse_truth(const std::string& text) {
-  std::vector<Truth> out;
-  Truth t;
-  for_each_kv_line(
-      text, "truth ",
-      [&](const std::string& k, const std::string& v) {
-        if (k == "tid") t.tid = static_cast<uint32_t>(std::stoul(v));
-        else if (k == "waker_tid") t.waker_tid = static_cast<uint32_t>(std::stoul(v));
-        else if (k == "function") t.function = v;
-        else if (k == "waker_function") t.waker_function = v;
-        else if (k == "blocked_ns") t.blocked_ns = std::stoull(v);
-        else if (k == "count") t.count = std::stoull(v);
-      },
-      [&] { out.push_back(std::exchange(t, Truth{})); });
-  return out;
-}
-
-std::vector<Identity> parse_identity(const std::string& text) {
-  std::vector<Identity> out;
-  Identity id;
-  for_each_kv_line(
-      text, "identity ",
-      [&](const std::string& k, const std::string& v) {
-        if (k == "tid") id.tid = static_cast<uint32_t>(std::stoul(v));
-        else if (k == "comm") id.comm = v;
-        else if (k == "from_ns") id.from_ns = std::stoull(v);
-        else if (k == "to_ns") id.to_ns = std::stoull(v);
-      },
-      [&] { out.push_back(std::exchange(id, Identity{})); });
-  return out;
 }
 
 std::string perf612_path() { return OFFWAKE_DEPS_PREFIX "/perf-6.12/perf"; }

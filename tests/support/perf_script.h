@@ -1,6 +1,5 @@
 // Parses what the real `perf script -F comm,pid,tid,period,event,ip,sym` prints (also with
-// `time` after `tid`), and the "truth" and "identity" lines the test workloads print about
-// themselves.
+// `time` after `tid`). The lines the test workloads print about themselves are support/truth.h's.
 #pragma once
 
 #include <cstdint>
@@ -46,23 +45,6 @@ std::vector<ScriptSample> parse_perf_script(const std::string& text);
 // support/raw_blocks.h), matched by thread and period in order. A sample that the script did
 // not print, or one it printed that is not among `samples`, is a test failure.
 void add_block_counts(std::vector<ScriptSample>& samples, const std::string& data);
-
-// "truth tid=... function=... blocked_ns=... count=... waker_tid=... waker_function=..."
-struct Truth {
-  uint32_t tid = 0, waker_tid = 0;
-  std::string function, waker_function;
-  uint64_t blocked_ns = 0, count = 0;
-};
-std::vector<Truth> parse_truth(const std::string& text);
-
-// "identity tid=T comm=C from_ns=A to_ns=B": thread T had the name C (and its binary) over
-// at least [A, B], CLOCK_MONOTONIC, the clock of our perf.data timestamps.
-struct Identity {
-  uint32_t tid = 0;
-  std::string comm;
-  uint64_t from_ns = 0, to_ns = 0;
-};
-std::vector<Identity> parse_identity(const std::string& text);
 
 // Debian's perf is 6.1. perf 6.12, a second reader, is built by scripts/build-perf612.sh into
 // the deps prefix (OFFWAKE_DEPS_PREFIX); `make -f Makefile.perf test` builds it first.

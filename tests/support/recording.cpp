@@ -2,6 +2,9 @@
 
 #include <map>
 
+#include "support/paths.h"
+#include "support/truth.h"
+
 namespace offwake::test {
 
 const Recording& recording(const std::string& workload, const std::string& options) {
@@ -10,7 +13,7 @@ const Recording& recording(const std::string& workload, const std::string& optio
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   Recording& r = cache[key];
   r.data = r.dir->file("perf.data");
-  r.record = run(kOffwakeBinary + " record " + options + " -o " + r.data + " -- " + kWorkloadDir + workload);
+  r.record = run(kOffwake + " record " + options + " -o " + r.data + " -- " + kWorkloads + workload);
   auto truths = parse_truth(r.record.out);
   if (truths.size() == 1) r.truth = truths[0];
   return r;

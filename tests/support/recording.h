@@ -5,13 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "support/perf_script.h"
 #include "support/run.h"
+#include "support/truth.h"
 
 namespace offwake::test {
-
-inline const std::string kOffwakeBinary = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-inline const std::string kWorkloadDir = OFFWAKE_BINARY_DIR "/tests/workloads/";
 
 struct Recording {
   std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();

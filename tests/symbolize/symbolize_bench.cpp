@@ -19,13 +19,14 @@
 #include "synth/elf_file.h"
 #include "synth/kernel_maps.h"
 #include "synth/proc_maps.h"
+#include "support/paths.h"
 
 using namespace offwake;
 using namespace offwake::symbolize;
 
 namespace {
 
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
+using offwake::test::kWorkloads;
 
 struct Known {
   uint64_t ip;

@@ -19,6 +19,7 @@
 #include "perfdata/reader.h"
 #include "perfdata/writer.h"
 #include "support/live_target.h"
+#include "support/paths.h"
 #include "support/run.h"
 #include "support/test_events.h"
 #include "symbolize/dso.h"
@@ -33,8 +34,8 @@ namespace {
 
 using namespace perfdata;
 
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
+using test::kOffwake;
+using test::kWorkloads;
 const std::string& kPieTarget = test::kSymbolsTarget;
 const std::string kFramesPy = OFFWAKE_SOURCE_DIR "/tests/symbolize/frames.py";
 
@@ -129,7 +130,6 @@ TEST(SymbolizeLikePerf, RecordedWorkloads) {
     EXPECT_GT(st.frames, 0u);
   }
 }
-
 
 EventDesc probe_event() { return test::callchain_event("probe"); }
 

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/paths.h"
 #include "support/run.h"
 #include "symbolize/symbol_table.h"
 #include "symbolize/symbolizer.h"
@@ -34,8 +35,8 @@ using perfdata::CommRecord;
 using perfdata::Mmap2Record;
 using perfdata::TaskRecord;
 
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
-const std::string kPieTarget = OFFWAKE_BINARY_DIR "/tests/e2e/symbols_target";
+using test::kWorkloads;
+const std::string& kPieTarget = test::kSymbolsTarget;
 constexpr uint64_t kPage = 4096;
 
 // The MMAP2 the kernel would report for `path`'s executable segment loaded at `base`.

@@ -7,34 +7,21 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <sstream>
 
 #include "capture.h"
+#include "support/paths.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 
 namespace offwake::bpf {
 namespace {
 
 using test::kBlockedTimeTolerance;
 using test::kWholeChainShare;
+using test::parse_relay;
+using test::Relay;
 
 const std::string kRelay = "wl_relay";
-
-struct Relay {
-  int first = 0, second = 0, third = 0;
-  std::map<int, Truth> truth;  // by tid
-};
-
-Relay parse_relay(const std::string& text) {
-  Relay r;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (sscanf(line.c_str(), "relay first=%d second=%d third=%d", &r.first, &r.second, &r.third) == 3) continue;
-    if (auto t = parse_truth(line)) r.truth[t->tid] = *t;
-  }
-  return r;
-}
 
 struct Functions {
   Range nap, kick, wait_kick, pass, wait_pass;
@@ -63,18 +50,18 @@ ThirdTime third_time(const Capture& c, const Relay& r, const Functions& f, uint3
   ThirdTime t;
   for (const Aggregate& a : c.aggregates) {
     const offwake_key& k = a.key;
-    if (static_cast<int>(k.tid) != r.third || !user_in(c, k.user_stack_id, f.wait_pass)) continue;
+    if (k.tid != r.third || !user_in(c, k.user_stack_id, f.wait_pass)) continue;
     t.ns += a.value.total_ns;
     t.count += a.value.count;
     // Hop 1: relay-second's write.
-    bool whole = static_cast<int>(k.waker_tid) == r.second && user_in(c, k.waker_user_stack_id, f.pass);
+    bool whole = k.waker_tid == r.second && user_in(c, k.waker_user_stack_id, f.pass);
     if (depth == 1) {
       whole = whole && k.chain.hops == 0 && k.chain.end == OFFWAKE_CHAIN_END_NONE;
     } else {
       // Hop 2: relay-second's read, woken by relay-first's write.
       const offwake_hop& h2 = k.chain.hop[0];
       whole = whole && k.chain.hops >= 1 && user_in(c, h2.user_stack_id, f.wait_kick) &&
-              static_cast<int>(h2.waker_tid) == r.first && user_in(c, h2.waker_user_stack_id, f.kick) &&
+              h2.waker_tid == r.first && user_in(c, h2.waker_user_stack_id, f.kick) &&
               (h2.state & OFFWAKE_STATE_INTERRUPTIBLE);
       if (depth == 2) {
         whole = whole && k.chain.hops == 1 && k.chain.end == OFFWAKE_CHAIN_END_DEPTH;
@@ -99,8 +86,8 @@ ThirdTime third_time(const Capture& c, const Relay& r, const Functions& f, uint3
 
 void expect_relay_chain(const Capture& c, const Relay& r, const Functions& f, uint32_t depth) {
   SCOPED_TRACE("depth " + std::to_string(depth));
-  ASSERT_TRUE(r.truth.count(r.third)) << "relay-third printed no truth line";
-  const Truth& truth = r.truth.at(r.third);
+  ASSERT_TRUE(r.third && r.third_truth.tid == r.third) << "relay-third printed no truth line";
+  const Truth& truth = r.third_truth;
   ThirdTime t = third_time(c, r, f, depth);
   EXPECT_EQ(t.count, truth.count);
   // The workload times its read() from user space, a few microseconds more than the block

@@ -5,37 +5,21 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 
+#include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/tolerances.h"
+#include "support/truth.h"
 #include "support/usage_error.h"
 
 namespace offwake::test {
 namespace {
 
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kRelay = OFFWAKE_BINARY_DIR "/tests/workloads/wl_relay";
-
-struct Relay {
-  uint32_t first = 0, second = 0, third = 0;
-  Truth third_truth;
-};
-
-Relay parse_relay(const std::string& out) {
-  Relay r;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line))
-    sscanf(line.c_str(), "relay first=%u second=%u third=%u", &r.first, &r.second, &r.third);
-  for (const Truth& t : parse_truth(out))
-    if (t.tid == r.third) r.third_truth = t;
-  return r;
-}
+const std::string kRelay = kWorkloads + "wl_relay";
 
 struct Recorded {
   TempDir dir;

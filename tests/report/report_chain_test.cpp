@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 
+#include "support/paths.h"
 #include "support/stack_table.h"
 #include "perfdata/writer.h"
 #include "record/aggregate_samples.h"
@@ -34,8 +35,8 @@ namespace {
 
 using perfdata::SampleRecord;
 
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kCollapse = OFFWAKE_SOURCE_DIR "/scripts/offwake-collapse.py";
+using test::kOffwake;
+const std::string kCollapse = test::kScripts + "offwake-collapse.py";
 
 using test::StackTable;
 
