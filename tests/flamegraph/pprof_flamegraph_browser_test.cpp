@@ -15,13 +15,11 @@
 #include "flamegraph/chromium.h"
 #include "flamegraph/svg_doc.h"
 #include "support/go_pprof.h"
+#include "support/paths.h"
 #include "support/run.h"
 
 namespace offwake::test {
 namespace {
-
-const std::string kOffwake = OFFWAKE_BINARY_DIR "/perf-plugin/perf-offwake";
-const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 
 // A frame at or above this share of the graph is compared; smaller ones may be left undrawn.
 constexpr double kSmallestCompared = 0.01;
