@@ -346,10 +346,17 @@ TEST(Report, MinimumKeepsExactlyTheStacksAboveIt) {
     ASSERT_FALSE(big.empty());
     EXPECT_EQ(big, subset(all, [&](const std::string& l) { return weight(l) >= c.ns; }));
     EXPECT_LT(big.size(), all.size());
-    // The waiter's blocks are one stack of 200 ms (one waker, one waker stack): kept whole.
-    EXPECT_NEAR(static_cast<double>(folded_ns_of(big, "wl_wait_for_signal")), static_cast<double>(w.waiter.blocked_ns),
-                kBlockedTimeTolerance * static_cast<double>(w.waiter.blocked_ns));
+    // The waiter's blocks are one stack of 200 ms (one waker, one waker stack): kept. A block
+    // without its waker or its switch-in (as rarely as the truth allows: max_missed_ns) is a
+    // line of its own, under 20 ms, and left out with it (beside a nice-19 build: 190.4 ms of
+    // the truth's 205.6 ms kept).
+    const double truth = static_cast<double>(w.waiter.blocked_ns), kept = static_cast<double>(folded_ns_of(big, "wl_wait_for_signal"));
+    EXPECT_LE(kept, truth * (1 + kBlockedTimeTolerance));
+    EXPECT_GE(kept, truth * (1 - kBlockedTimeTolerance) -
+                        static_cast<double>(max_missed_ns(w.waiter.blocked_ns, w.waiter.count)));
   }
+  EXPECT_NEAR(static_cast<double>(folded_ns_of(all, "wl_wait_for_signal")), static_cast<double>(w.waiter.blocked_ns),
+              kBlockedTimeTolerance * static_cast<double>(w.waiter.blocked_ns));
 }
 
 // wl_lengths: three blocked stacks of one thread whose order differs by every key (see the
