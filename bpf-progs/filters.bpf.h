@@ -4,6 +4,7 @@
 #ifndef OFFWAKE_FILTERS_BPF_H
 #define OFFWAKE_FILTERS_BPF_H
 
+#include "block_rules.h"
 #include "maps.bpf.h"
 
 /* Whether the recording has stopped by `now`. */
@@ -32,16 +33,11 @@ static __always_inline int task_wanted(struct task_struct *t)
 	return 1;
 }
 
+/* The rules shared with the tracepoint back end (block_rules.h), with this recording's
+ * configuration. */
 static __always_inline int state_wanted(__u32 state)
 {
-	if (state & OFFWAKE_STATE_UNINTERRUPTIBLE) {
-		if (state & OFFWAKE_STATE_NOLOAD)
-			return cfg.state_mask & OFFWAKE_WANT_I;
-		return cfg.state_mask & OFFWAKE_WANT_D;
-	}
-	if (state & OFFWAKE_STATE_INTERRUPTIBLE)
-		return cfg.state_mask & OFFWAKE_WANT_S;
-	return 0;
+	return offwake_state_wanted(state, cfg.state_mask);
 }
 
 /* Whether block durations are filtered, so that stacks are worth deferring. */
@@ -59,7 +55,7 @@ static __always_inline int chains(void)
 
 static __always_inline int duration_kept(__u64 delta)
 {
-	return delta >= cfg.min_block_ns && !(cfg.max_block_ns && delta > cfg.max_block_ns);
+	return offwake_duration_kept(delta, cfg.min_block_ns, cfg.max_block_ns);
 }
 
 /* Who a task is: its start time tells a reused pid apart, its exec count an exec. */

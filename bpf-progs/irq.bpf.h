@@ -5,6 +5,7 @@
 #ifndef OFFWAKE_IRQ_BPF_H
 #define OFFWAKE_IRQ_BPF_H
 
+#include "block_rules.h"
 #include "maps.bpf.h"
 
 /* This CPU's preempt_count, found from the current task's runqueue (a static per-CPU
@@ -48,7 +49,7 @@ static __always_inline __u32 irq_context(void)
 }
 
 /* b's waker is interrupt context `irq` (one of OFFWAKE_WAKER_IRQ_MASK): no thread, no user
- * stack, and the context's name as its comm. */
+ * stack, and the context's name as its comm (the same as the tracepoint back end's). */
 static __always_inline void set_irq_waker(struct offwake_task_block *b, __u32 irq)
 {
 	b->waker_flags = irq;
@@ -56,12 +57,7 @@ static __always_inline void set_irq_waker(struct offwake_task_block *b, __u32 ir
 	b->waker_tid = 0;
 	b->waker_ident = 0;
 	b->waker_user_stack_id = OFFWAKE_NO_STACK;
-	if (irq == OFFWAKE_WAKER_HARDIRQ)
-		__builtin_memcpy(b->waker_comm, "[hardirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
-	else if (irq == OFFWAKE_WAKER_SOFTIRQ)
-		__builtin_memcpy(b->waker_comm, "[softirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
-	else
-		__builtin_memcpy(b->waker_comm, "[nmi]\0\0\0\0\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
+	offwake_irq_waker_comm(irq, b->waker_comm);
 }
 
 #endif /* OFFWAKE_IRQ_BPF_H */
