@@ -4,16 +4,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "block_rules.h"
+
 namespace offwake::sched {
 
 namespace {
-
-bool state_wanted(uint32_t state, uint32_t mask) {
-  if (state & OFFWAKE_STATE_UNINTERRUPTIBLE)
-    return (state & OFFWAKE_STATE_NOLOAD) ? (mask & OFFWAKE_WANT_I) : (mask & OFFWAKE_WANT_D);
-  if (state & OFFWAKE_STATE_INTERRUPTIBLE) return mask & OFFWAKE_WANT_S;
-  return false;
-}
 
 void copy_comm(char (&dst)[OFFWAKE_COMM_LEN], const std::string& src) {
   std::memset(dst, 0, sizeof dst);
@@ -117,7 +112,7 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   t.comm = e.prev_comm;
   t.running_on = -1;
   if (t.blocked) end_late(e.prev_tid, t, e.time, e.cpu);
-  const bool blocks = e.prev_state && state_wanted(e.prev_state, opt_.state_mask) && wanted(e.prev_tid, t);
+  const bool blocks = e.prev_state && offwake_state_wanted(e.prev_state, opt_.state_mask) && wanted(e.prev_tid, t);
   // Only a wakeup that came on the way in belongs to the block starting now.
   if (!blocks || !t.wake_on_cpu) t.woken = t.wake_on_cpu = false;
   if (!blocks) return;
@@ -166,9 +161,9 @@ void BlockPairer::waking(const SchedEvent& e) {
     t.waker_flags = e.irq;
     t.waker_tgid = t.waker_tid = 0;
     t.waker_ident = 0;
-    t.waker_comm = e.irq == OFFWAKE_WAKER_HARDIRQ   ? "[hardirq]"
-                   : e.irq == OFFWAKE_WAKER_SOFTIRQ ? "[softirq]"
-                                                    : "[nmi]";
+    char comm[OFFWAKE_COMM_LEN];
+    offwake_irq_waker_comm(e.irq, comm);
+    t.waker_comm = comm;
     t.waker_user = kNoStack;
     split(e.callchain, false, t.waker_kern, t.waker_user);
     ++counters_.irq_wakeups;
@@ -194,7 +189,7 @@ void BlockPairer::end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu,
   const uint64_t start = t.block_ts;
   const uint64_t delta = end - start;
   t.blocked = false;
-  if (delta < opt_.min_block_ns || (opt_.max_block_ns && delta > opt_.max_block_ns)) {
+  if (!offwake_duration_kept(delta, opt_.min_block_ns, opt_.max_block_ns)) {
     ++counters_.filtered;
     return;
   }
@@ -253,7 +248,7 @@ void BlockPairer::finish(uint64_t stop) {
   for (auto& [tid, t] : threads_) {
     if (!t.blocked || t.block_ts > stop) continue;
     const uint64_t so_far = stop - t.block_ts;
-    if (so_far < opt_.min_block_ns || (opt_.max_block_ns && so_far > opt_.max_block_ns)) {
+    if (!offwake_duration_kept(so_far, opt_.min_block_ns, opt_.max_block_ns)) {
       ++counters_.still_blocked_filtered;
       ++counters_.filtered;
       t.blocked = false;

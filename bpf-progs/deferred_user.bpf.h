@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Deferred user stacks. With a duration filter most blocks are dropped, so a blocked task's
+ * user stack is not walked at switch-out: its user registers stay as they are until it is
+ * back in user space, and the stack is walked then, for kept blocks only. A kept block waits
+ * for it in b->pending ("parked", OFFWAKE_TB_PENDING), and is emitted with it by
+ * emit_pending(): in a task work run on the task's way back to user space (Linux 6.18,
+ * bpf_task_work_schedule_resume), else at its system call's exit (offwake_sys_exit; only
+ * blocks inside a system call are deferred then). */
+#ifndef OFFWAKE_DEFERRED_USER_BPF_H
+#define OFFWAKE_DEFERRED_USER_BPF_H
+
+#include "chain.bpf.h"
+#include "emit.bpf.h"
+#include "user_stack.bpf.h"
+
+/* The parked block gets user stack `user` and is emitted. */
+static __always_inline void emit_pending(struct offwake_task_block *b, __s64 user, struct offwake_counters *c)
+{
+	b->flags &= ~TB_PENDING;
+	if (!cfg.user_task_work)
+		__sync_fetch_and_add(&parked, -1);
+	b->pending.user_stack_id = user;
+	chain_set_last_user(b, user); /* the parked block is the task's latest */
+	emit(&b->pending, b->pending_start, b->pending_end, b->pending_stamp, b->pending_cpu, c);
+}
+
+/* Lazy capture with task work: runs in the task's own context on its way back to user space,
+ * with its user registers as they were when it blocked. A parked block gets its user stack.
+ * Preemptible (migration disabled): the walk uses this thread's own scratch space. */
+static int user_work_run(struct bpf_map *map, void *key, void *value)
+{
+	struct user_work *w = value;
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct offwake_task_block *b;
+	struct offwake_counters *c;
+
+	b = task_block(cur);
+	if (!b || !(b->flags & TB_PENDING))
+		return 0;
+	c = cpu_counters();
+	emit_pending(b, user_stack_of(0, cur, 0, &w->s, c), c);
+	return 0;
+}
+
+/* Whether t (not running) shares the memory of the task running on this CPU, which is not a
+ * kernel thread: then bpf_probe_read_user() reads t's user stack as well as its own. */
+static __always_inline int same_memory_as_current(struct task_struct *t)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	return cur->mm && cur->mm == t->mm && !(cur->flags & PF_NO_USER_STACK);
+}
+
+/* Has user_work_run called in t's context before t returns to user space (t is being
+ * switched in, in the kernel). 0 if so, or if an earlier one is still to run, which then
+ * serves; else -errno. */
+static __always_inline long schedule_user_work(struct task_struct *t)
+{
+	struct user_work *w;
+	struct user_work_bytes *zero;
+	__u32 tid = t->pid, k0 = 0;
+	long err;
+
+	if (!bpf_task_work_schedule_resume_impl)
+		return -ENOSYS;
+	zero = bpf_map_lookup_elem(&user_work_zero, &k0);
+	if (!zero)
+		return -ENOMEM;
+	w = map_lookup_or_insert(&user_works, &tid, zero);
+	if (!w)
+		return -ENOMEM;
+	err = bpf_task_work_schedule_resume_impl(t, &w->tw, &user_works, user_work_run, 0);
+	return err == -EBUSY ? 0 : err;
+}
+
+/* Task t is being switched in, ending its block, which b has just made into the key
+ * b->pending and whose user stack was deferred. The stack is walked now if this CPU's memory
+ * is t's; otherwise the block is parked until t is on its way back to user space. Returns
+ * whether it was parked (then emit_pending() emits it). */
+static __always_inline int defer_user_stack(struct task_struct *t, struct offwake_task_block *b, __u64 start,
+					    __u64 end, __u64 stamp, struct offwake_counters *c)
+{
+	b->flags &= ~TB_DEFER_USER;
+	b->pending_start = start;
+	b->pending_end = end;
+	b->pending_stamp = stamp;
+	b->pending_cpu = bpf_get_smp_processor_id();
+	if (!cfg.kernel_user_walker && same_memory_as_current(t)) {
+		/* A thread of the process on the CPU now: its memory is the current one, so its
+		 * stack is walked here, at no more cost than at switch-out. */
+		b->pending.user_stack_id = user_stack_of(0, t, 0, scratch_slot(SLOT_SWITCH), c);
+		return 0;
+	}
+	if (!cfg.user_task_work) {
+		b->flags |= TB_PENDING;
+		__sync_fetch_and_add(&parked, 1);
+		return 1;
+	}
+	if (!schedule_user_work(t)) {
+		b->flags |= TB_PENDING;
+		COUNT(c, user_work_scheduled);
+		return 1;
+	}
+	COUNT(c, user_work_failed);
+	b->pending.user_stack_id = -OFFWAKE_ERR_NO_TASK_WORK;
+	return 0;
+}
+
+#endif /* OFFWAKE_DEFERRED_USER_BPF_H */

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Where a kept block goes: added to its bucket in the aggregates map, or (timeline mode)
+ * sent as one event through the events ring buffer. */
+#ifndef OFFWAKE_EMIT_BPF_H
+#define OFFWAKE_EMIT_BPF_H
+
+#include "filters.bpf.h"
+
+static __always_inline void aggregate(struct offwake_key *key, __u64 delta, __u64 stamp,
+				      struct offwake_counters *c)
+{
+	/* Inserted as zeros and added to below, so that two CPUs racing to create the bucket
+	 * both count. */
+	struct offwake_value zero = {}, *v = map_lookup_or_insert(&aggregates, key, &zero);
+
+	if (!v) {
+		if (c) {
+			c->agg_map_full++;
+			c->agg_map_full_ns += delta;
+		}
+		return;
+	}
+	__sync_fetch_and_add(&v->total_ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+	if (delta > v->max_ns)
+		v->max_ns = delta;
+	if (stamp > v->last_ns)
+		v->last_ns = stamp;
+	COUNT(c, blocks);
+}
+
+/* Timeline mode: the block as one event. A full ring buffer loses it, counted. */
+static __always_inline void send_event(const struct offwake_key *key, __u64 start, __u64 end, __u64 stamp,
+				       __u32 cpu, struct offwake_counters *c)
+{
+	struct offwake_event *e;
+
+	/* Without a chain, the event ends where the key's chain would start. */
+	if (chains())
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&events, OFFWAKE_EVENT_BASE_SIZE, 0);
+	if (!e) {
+		if (c) {
+			c->ringbuf_drops++;
+			c->ringbuf_drops_ns += end - start;
+		}
+		return;
+	}
+	if (chains())
+		__builtin_memcpy(&e->key, key, sizeof(e->key));
+	else
+		__builtin_memcpy(&e->key, key, OFFWAKE_KEY_BASE_SIZE);
+	e->start_ns = start;
+	e->end_ns = end;
+	e->stamp_ns = stamp;
+	e->cpu = cpu;
+	e->reserved = 0;
+	/* Default wakeup policy: the reader is woken only when it has caught up. */
+	bpf_ringbuf_submit(e, 0);
+	COUNT(c, blocks);
+}
+
+static __always_inline void emit(struct offwake_key *key, __u64 start, __u64 end, __u64 stamp, __u32 cpu,
+				 struct offwake_counters *c)
+{
+	if (cfg.timeline)
+		send_event(key, start, end, stamp, cpu, c);
+	else
+		aggregate(key, end - start, stamp, c);
+}
+
+#endif /* OFFWAKE_EMIT_BPF_H */

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Which tasks, states and blocks are recorded, and the modes the configuration selects.
+ * cfg is constant after load, so the verifier drops the branches of the modes not chosen. */
+#ifndef OFFWAKE_FILTERS_BPF_H
+#define OFFWAKE_FILTERS_BPF_H
+
+#include "block_rules.h"
+#include "maps.bpf.h"
+
+/* Whether the recording has stopped by `now`. */
+static __always_inline int stopped(__u64 now)
+{
+	__u64 stop = *(volatile __u64 *)&stop_ns;
+
+	return stop && now >= stop;
+}
+
+static __always_inline int task_wanted(struct task_struct *t)
+{
+	__u32 tgid;
+
+	if (cfg.target_tid && (__u32)t->pid != cfg.target_tid)
+		return 0;
+	if (cfg.user_threads_only && (t->flags & PF_KTHREAD))
+		return 0;
+	if (cfg.kernel_threads_only && !(t->flags & PF_KTHREAD))
+		return 0;
+	if (cfg.filter_tgids) {
+		tgid = t->tgid;
+		if (!bpf_map_lookup_elem(&target_tgids, &tgid))
+			return 0;
+	}
+	return 1;
+}
+
+/* The rules shared with the tracepoint back end (block_rules.h), with this recording's
+ * configuration. */
+static __always_inline int state_wanted(__u32 state)
+{
+	return offwake_state_wanted(state, cfg.state_mask);
+}
+
+/* Whether block durations are filtered, so that stacks are worth deferring. */
+static __always_inline int lazy(void)
+{
+	return !cfg.eager && (cfg.min_block_ns || cfg.max_block_ns);
+}
+
+/* Wakeup chains (--chain-depth > 1). Constant after load: with depth 1 the verifier drops
+ * every chain branch, and nothing of this runs. */
+static __always_inline int chains(void)
+{
+	return cfg.chain_depth > 1;
+}
+
+static __always_inline int duration_kept(__u64 delta)
+{
+	return offwake_duration_kept(delta, cfg.min_block_ns, cfg.max_block_ns);
+}
+
+/* Who a task is: its start time tells a reused pid apart, its exec count an exec. */
+static __always_inline __u64 task_ident(struct task_struct *t)
+{
+	__u64 id = t->start_time ^ (t->self_exec_id * 0x9E3779B97F4A7C15ull);
+
+	return id ? id : 1;
+}
+
+#endif /* OFFWAKE_FILTERS_BPF_H */

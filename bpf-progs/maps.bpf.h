@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What offwake's BPF programs share: the read-only configuration, every map, the globals
+ * that user space writes or reads, and the helpers that get at them. */
+#ifndef OFFWAKE_MAPS_BPF_H
+#define OFFWAKE_MAPS_BPF_H
+
+#include <linux/errno.h>
+
+#include "kernel_types.bpf.h"
+
+const volatile struct offwake_config cfg = {
+	.state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I,
+	.stack_depth = OFFWAKE_MAX_STACK_DEPTH,
+	.user_stack_limit = 8 << 20,
+};
+
+/* max_entries and value_size (depth * 8) are set by the loader before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, OFFWAKE_MAX_STACK_DEPTH * sizeof(__u64));
+	__uint(max_entries, 16384);
+} stack_traces SEC(".maps");
+
+/* Whole-stack-compared stacks, keyed by OFFWAKE_STORE_ID | hash. The loader sets max_entries
+ * and cuts value_size to the stack depth. Not preallocated: memory follows the stacks seen,
+ * not the capacity (a large one would take seconds to load). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct offwake_stored_stack);
+	__uint(max_entries, 16384);
+} stack_store SEC(".maps");
+
+/* The loader sets key_size to the part of struct offwake_key the chain depth uses
+ * (OFFWAKE_KEY_SIZE): a key without a chain is hashed and compared without one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(key_size, sizeof(struct offwake_key));
+	__type(value, struct offwake_value);
+	__uint(max_entries, 16384);
+} aggregates SEC(".maps");
+
+/* Timeline mode only. The loader sizes it (a power-of-2 number of pages); in aggregated mode
+ * it is one page, and the cfg.timeline branch that writes it is dead code for the verifier. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} events SEC(".maps");
+
+/* Short names for the task_block.flags bits. */
+#define TB_WAKER OFFWAKE_TB_WAKER
+#define TB_WAKE_ON_CPU OFFWAKE_TB_WAKE_ON_CPU
+#define TB_DEFER_USER OFFWAKE_TB_DEFER_USER
+#define TB_PENDING OFFWAKE_TB_PENDING
+#define TB_LAST_KEPT OFFWAKE_TB_LAST_KEPT
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offwake_task_block);
+} task_blocks SEC(".maps");
+
+/* Filled by the loader after load, before attach; grown by follow_forks, pruned at exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+} target_tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+	__uint(max_entries, 1);
+} target_cgroup SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct offwake_counters);
+	__uint(max_entries, 1);
+} counters SEC(".maps");
+
+/* Per-CPU scratch space for one stack, one slot per program: sys_exit runs with interrupts
+ * on, and a wakeup from an interrupt may run the waking program on the same CPU meanwhile. */
+#define WINDOW 512 /* bytes of user stack read at once */
+struct scratch {
+	struct offwake_stored_stack st;
+	__u64 win_start;
+	__u64 win_len;
+	__u8 window[WINDOW + 16];
+};
+enum { SLOT_SWITCH, SLOT_WAKING, SLOT_SYSCALL, SLOT_OTHER, NR_SLOTS };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, NR_SLOTS);
+} scratch SEC(".maps");
+
+/* One entry per thread that had a block's user stack deferred, until the thread exits: the
+ * task work that walks it, and the walk's scratch space (the callback can be preempted, so a
+ * per-CPU slot could be taken over halfway). The loader sets max_entries. */
+struct user_work {
+	struct bpf_task_work tw;
+	struct scratch s;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct user_work);
+	__uint(max_entries, 65536);
+} user_works SEC(".maps");
+
+/* A zeroed entry to create user_works entries from: too large for the BPF stack, and of a
+ * plain type (the verifier refuses a source that holds a struct bpf_task_work). */
+struct user_work_bytes {
+	__u64 tw;
+	struct scratch s;
+};
+_Static_assert(sizeof(struct user_work_bytes) == sizeof(struct user_work), "user_work layout");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct user_work_bytes);
+	__uint(max_entries, 1);
+} user_work_zero SEC(".maps");
+
+/* The end of the recording (bpf_ktime_get_ns() time), set by user space before it detaches the
+ * scheduler programs: from then on they record nothing, so that no block ends, starts or is
+ * woken after the time that the blocks still open are counted up to (offwake_end_blocks).
+ * Detaching takes time of its own, and lazily a grace period follows for parked user stacks:
+ * a stop taken after those would count every open block too long by that much. */
+__u64 stop_ns = 0;
+
+/* Blocks parked for their user stack in sys_exit mode (no task work), machine-wide: sys_exit,
+ * which runs on every system call, does nothing else while there are none. */
+__s64 parked = 0;
+
+/* The task this CPU last switched to, as seen by offwake_switch. A switch-out of another task
+ * means switches went by untraced: on some platforms (seen on a paravirtualised guest) the
+ * kernel runs no BPF program while certain tasks are current, nor in interrupts taken on
+ * them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} cpu_current SEC(".maps");
+
+static __always_inline struct offwake_counters *cpu_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+/* Counters are best effort: a CPU whose counters cannot be had still records. */
+#define COUNT(c, field) do { if (c) (c)->field++; } while (0)
+
+static __always_inline struct scratch *scratch_slot(__u32 slot)
+{
+	return bpf_map_lookup_elem(&scratch, &slot);
+}
+
+/* The element of `key` in the hash map `map`, inserted as a copy of `init` if it has none.
+ * Another CPU may insert the same key between the lookup and the insert; its element is then
+ * used, so `init` must be a state both can start from (zeros that each adds to atomically).
+ * NULL if the map is full or out of memory. */
+static __always_inline void *map_lookup_or_insert(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+	long err;
+
+	if (v)
+		return v;
+	err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	if (err && err != -EEXIST)
+		return NULL;
+	return bpf_map_lookup_elem(map, key);
+}
+
+/* A task's storage in task_blocks, or NULL if it has none. */
+static __always_inline struct offwake_task_block *task_block(struct task_struct *t)
+{
+	return bpf_task_storage_get(&task_blocks, t, 0, 0);
+}
+
+/* A task's storage in task_blocks, created if it has none. A task's first storage of any map
+ * is published with a compare-and-swap: when another CPU gives the same task its first
+ * storage at the same moment (the task blocking here while woken there, or another
+ * recorder's program), the loser's call fails (-EAGAIN) and the kernel leaves the retry to the
+ * caller. The storage is then there, and a second call adds this map's element to it. A
+ * second failure (the CPU's task-storage lock held, no memory in atomic context) is counted by
+ * the caller as a loss. */
+static __always_inline struct offwake_task_block *task_block_create(struct task_struct *t)
+{
+	struct offwake_task_block *b = bpf_task_storage_get(&task_blocks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!b)
+		b = bpf_task_storage_get(&task_blocks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return b;
+}
+
+#endif /* OFFWAKE_MAPS_BPF_H */
