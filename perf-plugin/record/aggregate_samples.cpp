@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "callchain/tracing_frames.h"
+
 namespace offwake {
 
 const PseudoWaker* pseudo_waker(uint32_t flags) {
@@ -15,10 +17,7 @@ const PseudoWaker* pseudo_waker(uint32_t flags) {
 
 static bool tracing_frame(const Kallsyms& kallsyms, uint64_t ip) {
   const KernelSymbol* sym = kallsyms.find(ip);
-  if (!sym) return false;
-  const std::string& n = sym->name;
-  return n.rfind("__traceiter_", 0) == 0 || n.rfind("bpf_trace_run", 0) == 0 ||
-         n.rfind("__bpf_trace_", 0) == 0 || n.rfind("bpf_prog_", 0) == 0;
+  return sym && is_tracing_frame(sym->name);
 }
 
 Callchain AggregateSamples::build(StackIds ids) {

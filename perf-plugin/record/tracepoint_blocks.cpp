@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "callchain/tracing_frames.h"
 #include "tracking/perf_event_set.h"
 
 namespace offwake {
@@ -19,12 +20,7 @@ std::function<bool(uint64_t)> leading_frames_to_drop(std::shared_ptr<const Kalls
   return [kallsyms, sched_text](uint64_t ip) {
     if (sched_text && ip >= sched_text->first && ip < sched_text->second) return true;
     const KernelSymbol* sym = kallsyms->find(ip);
-    if (!sym) return false;
-    static constexpr const char* kTracing[] = {"__traceiter_", "perf_trace_", "perf_tp_event", "trace_event_",
-                                               "__bpf_trace_", "bpf_trace_run"};
-    for (const char* prefix : kTracing)
-      if (sym->name.rfind(prefix, 0) == 0) return true;
-    return false;
+    return sym && is_tracing_frame(sym->name);
   };
 }
 

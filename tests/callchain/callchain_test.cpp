@@ -1,6 +1,7 @@
 // Callchain conversions: perf's marker-separated ip lists <-> frames, BPF stack halves ->
 // frames, and what a callchain says about its leaf.
 #include "callchain/callchain.h"
+#include "callchain/tracing_frames.h"
 
 #include <gtest/gtest.h>
 #include <linux/perf_event.h>
@@ -218,6 +219,19 @@ TEST(CallchainCount, CountsFramesPerContext) {
   EXPECT_EQ(c.count(FrameContext::kGuestUser), 1u);
   EXPECT_EQ(c.count(FrameContext::kHypervisor), 0u);
   EXPECT_EQ(Callchain().count(FrameContext::kUser), 0u);
+}
+
+// The leaf frames both back ends drop (callchain/tracing_frames.h): the tracepoint's iterator,
+// perf's tracepoint handler, the BPF trampoline and program; and nothing of the scheduler, the
+// blocking code or the wakeup.
+TEST(TracingFrames, EitherBackEndsTracingMachineryAndNothingElse) {
+  for (const char* name : {"__traceiter_sched_switch", "perf_trace_sched_switch", "perf_tp_event",
+                           "trace_event_buffer_reserve", "__bpf_trace_sched_switch", "bpf_trace_run4",
+                           "bpf_prog_6deef7357e7b4530_offwake_switch"})
+    EXPECT_TRUE(is_tracing_frame(name)) << name;
+  for (const char* name : {"__schedule", "schedule", "anon_pipe_read", "try_to_wake_up", "futex_wait_queue",
+                           "bpf_map_lookup_elem", "perf_event_output", ""})
+    EXPECT_FALSE(is_tracing_frame(name)) << name;
 }
 
 }  // namespace
