@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "commands/command.h"
-#include "record/follow_perf.h"
+#include "commands/parent_perf.h"
 
 namespace offwake {
 

@@ -32,12 +32,12 @@
 #include "perfdata/writer.h"
 #include "record/offwake_file.h"
 #include "record/tracepoint_blocks.h"
-#include "record/aggregate_samples.h"
-#include "record/offwake_events.h"
-#include "record/record_stats.h"
+#include "samples/aggregate_samples.h"
+#include "samples/offwake_events.h"
+#include "samples/record_stats.h"
 #include "sched/block_pairer.h"
 #include "sched/sched_decoder.h"
-#include "sched/tracing_data.h"
+#include "perfdata/tracing_data.h"
 #include "synth/kernel_maps.h"
 #include "synth/proc_maps.h"
 
@@ -143,7 +143,7 @@ Status Converter::setup_decoder() {
   auto it = sections.find(perfdata::kFeatTracingData);
   if (it == sections.end())
     return Error(opt_.input + " has no tracing data (HEADER_TRACING_DATA): record tracepoints with " + kRecipe);
-  auto td = sched::parse_tracing_data(it->second);
+  auto td = perfdata::parse_tracing_data(it->second);
   if (!td) return td.error().context(opt_.input);
   const std::string* sw = td->format("sched", "sched_switch");
   const std::string* wk = td->format("sched", "sched_waking");

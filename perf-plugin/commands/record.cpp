@@ -15,15 +15,16 @@
 #include "bpf/libbpf_log.h"
 #include "bpf/offwake_loader.h"
 #include "record/block_source.h"
+#include "record/bpf_blocks.h"
 #include "record/tracepoint_blocks.h"
 #include "commands/command.h"
 #include "commands/options.h"
 #include "perfdata/writer.h"
-#include "record/aggregate_samples.h"
-#include "record/follow_perf.h"
+#include "samples/aggregate_samples.h"
+#include "commands/parent_perf.h"
 #include "record/offwake_file.h"
-#include "record/offwake_events.h"
-#include "record/record_stats.h"
+#include "samples/offwake_events.h"
+#include "samples/record_stats.h"
 #include "record/workload.h"
 #include "synth/host_info.h"
 #include "synth/kernel_maps.h"
@@ -425,7 +426,7 @@ Status Recorder::write_aggregates() {
   const uint64_t time = monotonic_ns();
   AggregateSamples& convert = *converter_;
   // A batch at a time: a recording of 100,000 keys need not hold them all.
-  OFFWAKE_TRY(source_->visit_aggregates([&](std::span<const bpf::Aggregate> batch) -> Status {
+  OFFWAKE_TRY(source_->visit_aggregates([&](std::span<const Aggregate> batch) -> Status {
     for (const auto& a : batch) {
       auto samples = convert.convert(a, time);
       OFFWAKE_TRY(describe(samples));

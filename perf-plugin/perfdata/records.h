@@ -13,6 +13,11 @@
 
 namespace offwake::perfdata {
 
+// The sample_id layout every event of our files shares (non-sample records carry one trailer).
+constexpr uint64_t kSampleIdLayout =
+    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+
+
 // One event of the file: its attr, the name perf shows, and the sample ids that select it.
 struct EventDesc {
   perf_event_attr attr{};

@@ -10,12 +10,11 @@
 #include <memory>
 #include <vector>
 
-#include "bpf/aggregates.h"
-#include "bpf/offwake_loader.h"
+#include "blocks/aggregate.h"
 #include "callchain/stack_ids.h"
 #include "offwake.h"
 #include "perfdata/records.h"
-#include "record/record_stats.h"
+#include "samples/record_stats.h"
 #include "util/result.h"
 
 namespace offwake {
@@ -49,7 +48,7 @@ class BlockSource {
   virtual Status finish(const EventFn& timeline) = 0;
 
   // The aggregates (not in timeline mode), a batch at a time.
-  virtual Status visit_aggregates(const bpf::AggregateBatchFn& fn) const = 0;
+  virtual Status visit_aggregates(const AggregateBatchFn& fn) const = 0;
   // The stacks behind the aggregates' and events' stack ids.
   virtual const StackTraceSource& stacks() const = 0;
   // Counters and losses, into the recording's stats.
@@ -58,10 +57,5 @@ class BlockSource {
   // join as they fork). For --on-cpu samples.
   virtual bool is_target(uint32_t pid) = 0;
 };
-
-// The BPF back end. load() fails when the programs cannot be loaded on this machine (no BTF,
-// no CAP_BPF, a verifier refusal); `unavailable` then says the BPF programs, not the options,
-// are why (the tracepoint back end can take over).
-Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options, bool* unavailable);
 
 }  // namespace offwake

@@ -1,12 +1,11 @@
-// The BPF back end of perf offwake record: the programs pair switches and wakeups in the
-// kernel and aggregate (or, with a timeline, send each block through a BPF ring buffer).
+#include "record/bpf_blocks.h"
+
 #include <bpf/bpf.h>
 #include <unistd.h>
 
 #include <optional>
 #include <unordered_set>
 
-#include "record/block_source.h"
 #include "tracking/perf_event_set.h"
 
 namespace offwake {
@@ -45,7 +44,7 @@ class BpfBlocks : public BlockSource {
     }
   }
 
-  Status visit_aggregates(const bpf::AggregateBatchFn& fn) const override { return bpf_.visit_aggregates(fn); }
+  Status visit_aggregates(const AggregateBatchFn& fn) const override { return bpf_.visit_aggregates(fn); }
   const StackTraceSource& stacks() const override { return stacks_; }
 
   Status fill_stats(RecordStats& s) const override {

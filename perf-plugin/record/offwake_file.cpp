@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "offwake.h"
-#include "record/aggregate_samples.h"
+#include "samples/aggregate_samples.h"
 
 namespace offwake {
 

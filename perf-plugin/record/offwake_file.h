@@ -7,9 +7,9 @@
 #include <string>
 
 #include "perfdata/writer.h"
-#include "record/aggregate_samples.h"
-#include "record/offwake_events.h"
-#include "record/record_stats.h"
+#include "samples/aggregate_samples.h"
+#include "samples/offwake_events.h"
+#include "samples/record_stats.h"
 #include "util/result.h"
 
 namespace offwake {

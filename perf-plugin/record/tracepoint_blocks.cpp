@@ -113,7 +113,7 @@ class TracepointBlocks : public BlockSource {
     return hand_over(timeline);
   }
 
-  Status visit_aggregates(const bpf::AggregateBatchFn& fn) const override { return fn(pairer_->aggregates()); }
+  Status visit_aggregates(const AggregateBatchFn& fn) const override { return fn(pairer_->aggregates()); }
   const StackTraceSource& stacks() const override { return *pairer_; }
 
   Status fill_stats(RecordStats& s) const override {

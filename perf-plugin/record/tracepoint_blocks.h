@@ -13,7 +13,7 @@
 
 #include "record/block_source.h"
 #include "sched/block_pairer.h"
-#include "sched/sched_tracepoints.h"
+#include "tracking/sched_tracepoints.h"
 #include "synth/kernel_maps.h"
 
 namespace offwake {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "record/aggregate_samples.h"
+#include "samples/aggregate_samples.h"
 #include "report/folded.h"
 #include "report/gzip.h"
 #include "report/protobuf_writer.h"

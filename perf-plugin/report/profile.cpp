@@ -6,8 +6,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "record/offwake_events.h"
-#include "record/record_stats.h"
+#include "samples/offwake_events.h"
+#include "samples/record_stats.h"
 #include "report/sample_stream.h"
 
 namespace offwake::report {

@@ -5,7 +5,7 @@
 
 #include "perfdata/format.h"
 #include "perfdata/time_order.h"
-#include "record/offwake_events.h"
+#include "samples/offwake_events.h"
 
 namespace offwake::report {
 

@@ -232,7 +232,7 @@ void BlockPairer::end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu,
   std::string bytes(reinterpret_cast<const char*>(&k), OFFWAKE_KEY_BASE_SIZE);
   auto [it, added] = index_.try_emplace(std::move(bytes), aggregates_.size());
   if (added) {
-    bpf::Aggregate a;
+    Aggregate a;
     std::memset(&a, 0, sizeof a);
     a.key = k;
     aggregates_.push_back(a);

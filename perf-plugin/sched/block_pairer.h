@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bpf/aggregates.h"
+#include "blocks/aggregate.h"
 #include "callchain/stack_ids.h"
 #include "offwake.h"
 #include "sched/sched_event.h"
@@ -66,7 +66,7 @@ class BlockPairer : public StackTraceSource {
   // back end does (still_blocked, WAKER_STILL_BLOCKED).
   void finish(uint64_t stop);
 
-  const std::vector<bpf::Aggregate>& aggregates() const { return aggregates_; }
+  const std::vector<Aggregate>& aggregates() const { return aggregates_; }
   const offwake_counters& counters() const { return counters_; }
 
   // StackTraceSource: the frames of a stack id in the keys.
@@ -107,7 +107,7 @@ class BlockPairer : public StackTraceSource {
   bool kernel_thread(uint32_t tid) const;
 
   PairerOptions opt_;
-  std::vector<bpf::Aggregate> aggregates_;
+  std::vector<Aggregate> aggregates_;
   std::map<std::string, size_t> index_;  // key bytes (without a chain) -> aggregates_ position
   offwake_counters counters_{};
   std::vector<std::vector<uint64_t>> stacks_;            // id -> frames, leaf first

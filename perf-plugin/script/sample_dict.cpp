@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "offwake.h"
-#include "record/offwake_events.h"
+#include "samples/offwake_events.h"
 #include "report/profile.h"
 
 namespace offwake::script {

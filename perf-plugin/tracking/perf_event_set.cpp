@@ -58,7 +58,7 @@ perf_event_attr base_perf_attr(uint32_t type, uint64_t config, uint32_t wakeup_b
   a.type = type;
   a.config = config;
   a.size = sizeof a;
-  a.sample_type = kSampleIdLayout;
+  a.sample_type = perfdata::kSampleIdLayout;
   a.read_format = PERF_FORMAT_ID;
   a.sample_id_all = 1;
   a.disabled = 1;

@@ -18,10 +18,6 @@ struct perf_thread_map;
 
 namespace offwake {
 
-// The sample_id layout every event of our files shares (non-sample records carry one trailer).
-constexpr uint64_t kSampleIdLayout =
-    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
-
 // What every event we open shares: the sample_id layout, ids readable, CLOCK_MONOTONIC
 // timestamps, disabled until enable(), and ring buffers that wake a poll only when
 // `wakeup_bytes` are waiting.

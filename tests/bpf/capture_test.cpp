@@ -11,7 +11,7 @@
 #include <tuple>
 
 #include "bpf/offwake_loader.h"
-#include "record/aggregate_samples.h"
+#include "samples/aggregate_samples.h"
 #include "support/paths.h"
 #include "support/tolerances.h"
 #include "support/truth.h"

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "perfdata/reader.h"
-#include "record/offwake_events.h"
+#include "samples/offwake_events.h"
 #include "support/paths.h"
 #include "support/recording.h"
 

@@ -15,7 +15,7 @@
 
 #include "perfdata/reader.h"
 #include "perfdata/time_order.h"
-#include "record/offwake_events.h"
+#include "samples/offwake_events.h"
 #include "support/blocked_samples.h"
 #include "support/paths.h"
 #include "support/perf_script.h"

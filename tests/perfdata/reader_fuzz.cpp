@@ -7,11 +7,11 @@
 
 #include "perfdata/format.h"
 #include "perfdata/reader.h"
-#include "sched/tracing_data.h"
+#include "perfdata/tracing_data.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace offwake::perfdata;
-  if (auto td = offwake::sched::parse_tracing_data({data, size}); !td) (void)td.error().message();
+  if (auto td = offwake::perfdata::parse_tracing_data({data, size}); !td) (void)td.error().message();
   auto reader = PerfDataReader::from_memory(Bytes(data, data + size));
   if (!reader) {
     (void)reader.error().message();
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A file's section, or a stream's tracing data record (read by now).
   const auto& sections = reader->info().other_sections;
   if (auto it = sections.find(kFeatTracingData); it != sections.end()) {
-    auto td = offwake::sched::parse_tracing_data(it->second);
+    auto td = offwake::perfdata::parse_tracing_data(it->second);
     if (!td) (void)td.error().message();
   }
   return 0;

@@ -8,9 +8,9 @@
 #include "perfdata/bytes.h"
 #include "perfdata/format.h"
 #include "perfdata/reader.h"
-#include "sched/tracing_data.h"
+#include "perfdata/tracing_data.h"
 
-namespace offwake::sched {
+namespace offwake::perfdata {
 namespace {
 
 using perfdata::Bytes;
@@ -184,4 +184,4 @@ TEST(TracingData, StockPerfRecordingsReadToTheEnd) {
 }
 
 }  // namespace
-}  // namespace offwake::sched
+}  // namespace offwake::perfdata

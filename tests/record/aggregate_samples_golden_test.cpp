@@ -19,7 +19,7 @@
 
 #include "support/stack_table.h"
 #include "../perfdata/fixtures.h"
-#include "record/aggregate_samples.h"
+#include "samples/aggregate_samples.h"
 #include "support/golden_file.h"
 #include "support/perf_decoded.h"
 #include "support/perf_script.h"
@@ -31,7 +31,7 @@ namespace {
 using test::StackTable;
 
 // Every kind of waker, a stack from the store, and missing stacks.
-std::vector<bpf::Aggregate> aggregates() {
+std::vector<Aggregate> aggregates() {
   const uint32_t kinds[] = {0,
                             OFFWAKE_WAKER_HARDIRQ,
                             OFFWAKE_WAKER_SOFTIRQ,
@@ -40,10 +40,10 @@ std::vector<bpf::Aggregate> aggregates() {
                             OFFWAKE_WAKER_KTHREAD,
                             OFFWAKE_WAKER_STILL_BLOCKED,
                             OFFWAKE_WAKER_EARLY};
-  std::vector<bpf::Aggregate> out;
+  std::vector<Aggregate> out;
   uint32_t n = 0;
   for (uint32_t flags : kinds) {
-    bpf::Aggregate a;
+    Aggregate a;
     std::memset(&a, 0, sizeof a);
     a.key.tgid = 100 + n;
     a.key.tid = 1000 + n;
@@ -90,7 +90,7 @@ TEST(AggregateSamplesGolden, DepthOneSamplesAreThoseOfBeforeChains) {
   OffwakeEventIds ids{1000, 1001};
   AggregateSamples convert(table, ids);
   std::vector<perfdata::Record> records;
-  for (const bpf::Aggregate& a : aggregates())
+  for (const Aggregate& a : aggregates())
     for (auto& s : convert.convert(a, 1)) records.push_back(s);
   const perfdata::Bytes produced =
       perfdata::test::write_to_memory(perfdata::Mode::kPipe, offwake_events(ids), records);
@@ -184,7 +184,7 @@ TEST(AggregateSamplesGolden, PerfDecodesEveryFieldOfTheGolden) {
   const StackTable table = stacks();
   ASSERT_EQ(got.size(), 2 * want.size());
   for (size_t i = 0; i < want.size(); ++i) {
-    const bpf::Aggregate& a = want[i];
+    const Aggregate& a = want[i];
     SCOPED_TRACE("aggregate " + std::to_string(i));
     const auto& blocked = got[2 * i];
     const auto& waker = got[2 * i + 1];

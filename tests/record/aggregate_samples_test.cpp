@@ -1,6 +1,6 @@
 // Where a BPF aggregate becomes perf samples: stack ids through the one Callchain type into an
 // offwake-time sample and its offwake-waker sample. No privileges needed.
-#include "record/aggregate_samples.h"
+#include "samples/aggregate_samples.h"
 
 #include <gtest/gtest.h>
 
@@ -30,8 +30,8 @@ Kallsyms test_kallsyms(const test::TempDir& dir) {
   return Kallsyms::load(path).value();
 }
 
-bpf::Aggregate aggregate(uint32_t waker_flags) {
-  bpf::Aggregate a{};
+Aggregate aggregate(uint32_t waker_flags) {
+  Aggregate a{};
   std::memset(&a.key, 0, sizeof a.key);
   a.key.tgid = 100;
   a.key.tid = 101;
@@ -111,7 +111,7 @@ TEST_F(AggregateSamplesTest, InterruptAndUnknownWakersGetNamedPseudoThreads) {
 
 TEST_F(AggregateSamplesTest, MissingStacksAreCountedPerHalf) {
   AggregateSamples convert(table, ids);
-  bpf::Aggregate a = aggregate(0);
+  Aggregate a = aggregate(0);
   a.key.user_stack_id = -EFAULT;
   a.key.kern_stack_id = 99;  // gone from the map
   auto samples = convert.convert(a, 1);
@@ -128,13 +128,13 @@ TEST_F(AggregateSamplesTest, InterruptWakerStacksEndAtTheInterruptEntry) {
   Kallsyms k = test_kallsyms(dir);
   table.stacks[4] = {kWakeUp + 4, 0xffffffff81000408, 0xffffffff81000510};
   AggregateSamples convert(table, ids, &k);
-  bpf::Aggregate irq = aggregate(OFFWAKE_WAKER_HARDIRQ);
+  Aggregate irq = aggregate(OFFWAKE_WAKER_HARDIRQ);
   irq.key.waker_kern_stack_id = 4;
   const auto irq_samples = convert.convert(irq, 1);
   const Callchain& cut = irq_samples.at(1).callchain;
   ASSERT_EQ(cut.size(), 2u);
   EXPECT_EQ(cut.frames()[1].ip, 0xffffffff81000408u);
-  bpf::Aggregate thread = aggregate(0);
+  Aggregate thread = aggregate(0);
   thread.key.waker_kern_stack_id = 4;
   EXPECT_EQ(convert.convert(thread, 1).at(1).callchain.size(), 3u);
 }

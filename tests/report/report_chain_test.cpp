@@ -17,8 +17,8 @@
 #include "support/paths.h"
 #include "support/stack_table.h"
 #include "perfdata/writer.h"
-#include "record/aggregate_samples.h"
-#include "record/offwake_events.h"
+#include "samples/aggregate_samples.h"
+#include "samples/offwake_events.h"
 #include "report/flamegraph.h"
 #include "report/folded.h"
 #include "report/profile.h"
@@ -128,8 +128,8 @@ class RelayWriter {
 
   // C blocked reading, woken by B (hop 1); with `hops` 2, B's futex wait woken by A (hop 2)
   // and A's nap woken by a timer interrupt (hop 3).
-  static bpf::Aggregate relay(uint32_t hops, uint32_t end, uint64_t ns, uint64_t time) {
-    bpf::Aggregate a{};
+  static Aggregate relay(uint32_t hops, uint32_t end, uint64_t ns, uint64_t time) {
+    Aggregate a{};
     std::memset(&a.key, 0, sizeof a.key);
     offwake_key& k = a.key;
     k.tgid = k.tid = kRelay3;
@@ -162,7 +162,7 @@ class RelayWriter {
 
   // A recording of `aggregates` (chain events only with `chain`); `keep`, if set, says which
   // samples of each aggregate's group to write (to cut groups short).
-  std::string write(const std::string& name, bool chain, const std::vector<bpf::Aggregate>& aggregates,
+  std::string write(const std::string& name, bool chain, const std::vector<Aggregate>& aggregates,
                     const std::function<bool(size_t aggregate, size_t sample)>& keep = {}) {
     const std::string path = dir.file(name);
     const OffwakeEventIds ids = pick_event_ids({}, chain);

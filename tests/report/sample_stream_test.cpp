@@ -12,7 +12,7 @@
 
 #include "perfdata/fixtures.h"
 #include "perfdata/reader.h"
-#include "record/offwake_events.h"
+#include "samples/offwake_events.h"
 #include "report/sample_stream.h"
 #include "symbolize/symbolizer.h"
 

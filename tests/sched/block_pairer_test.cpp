@@ -68,7 +68,7 @@ TEST(BlockPairer, SwitchOutWakingSwitchInIsOneBlockWithItsWaker) {
   p.add(waking_ev(104 * kMs, 1, 20, 20, 10, 0, chain({0xffffffff813b4986}, {0x403000})));
   p.add(switch_ev(105 * kMs, 0, 0, 0, 0, 10));
   ASSERT_EQ(p.aggregates().size(), 1u);
-  const bpf::Aggregate& a = p.aggregates()[0];
+  const Aggregate& a = p.aggregates()[0];
   EXPECT_EQ(a.key.tid, 10u);
   EXPECT_EQ(a.key.tgid, 10u);
   EXPECT_EQ(a.key.state, OFFWAKE_STATE_INTERRUPTIBLE);

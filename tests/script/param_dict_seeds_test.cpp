@@ -15,7 +15,7 @@
 
 #include "../perfdata/fixtures.h"
 #include "perfdata/reader.h"
-#include "record/aggregate_samples.h"
+#include "samples/aggregate_samples.h"
 #include "report/sample_stream.h"
 #include "support/stack_table.h"
 
@@ -60,9 +60,9 @@ test::StackTable stacks() {
   return t;
 }
 
-bpf::Aggregate aggregate(uint32_t tgid, uint32_t tid, StackIds blocked, uint32_t waker_flags, uint32_t waker,
+Aggregate aggregate(uint32_t tgid, uint32_t tid, StackIds blocked, uint32_t waker_flags, uint32_t waker,
                          StackIds waker_stacks, uint64_t last_ns, uint64_t count) {
-  bpf::Aggregate a;
+  Aggregate a;
   std::memset(&a, 0, sizeof a);
   a.key.tgid = tgid;
   a.key.tid = tid;
@@ -80,7 +80,7 @@ bpf::Aggregate aggregate(uint32_t tgid, uint32_t tid, StackIds blocked, uint32_t
   return a;
 }
 
-void add_hop(bpf::Aggregate& a, StackIds blocked, uint32_t state, uint32_t waker_flags, uint32_t waker,
+void add_hop(Aggregate& a, StackIds blocked, uint32_t state, uint32_t waker_flags, uint32_t waker,
              StackIds waker_stacks) {
   offwake_hop& h = a.key.chain.hop[a.key.chain.hops++];
   h.kern_stack_id = blocked.kernel;
@@ -94,11 +94,11 @@ void add_hop(bpf::Aggregate& a, StackIds blocked, uint32_t state, uint32_t waker
 
 // The relay of wl_relay: the first naps and wakes the second (a futex), which wakes the third
 // (a pipe). With `chain`, each block carries its chain.
-std::vector<bpf::Aggregate> aggregates(bool chain) {
+std::vector<Aggregate> aggregates(bool chain) {
   const StackIds none{kNoStack, kNoStack};
-  std::vector<bpf::Aggregate> out;
+  std::vector<Aggregate> out;
   // The third, woken by the second, who waited for the first, who napped until a timer.
-  bpf::Aggregate third = aggregate(kThird, kThird, {kReadKernel, kReadUser}, 0, kSecond, {kWriteKernel, kWriteUser},
+  Aggregate third = aggregate(kThird, kThird, {kReadKernel, kReadUser}, 0, kSecond, {kWriteKernel, kWriteUser},
                                    5'000'100'000, 3);
   if (chain) {
     add_hop(third, {kFutexKernel, kFutexUser}, OFFWAKE_STATE_INTERRUPTIBLE, 0, kFirst, {kWakeFutexKernel, kNoStack});
@@ -108,23 +108,23 @@ std::vector<bpf::Aggregate> aggregates(bool chain) {
   }
   out.push_back(third);
   // The second, woken by the first, who was never seen blocking.
-  bpf::Aggregate second = aggregate(kSecond, kSecond, {kFutexKernel, kFutexUser}, 0, kFirst,
+  Aggregate second = aggregate(kSecond, kSecond, {kFutexKernel, kFutexUser}, 0, kFirst,
                                     {kWakeFutexKernel, kNoStack}, 5'000'050'000, 2);
   if (chain) second.key.chain.end = OFFWAKE_CHAIN_END_UNSEEN;
   out.push_back(second);
   // The first's nap, ended by a timer interrupt.
-  bpf::Aggregate first = aggregate(kFirst, kFirst, {kNapKernel, kNapUser}, OFFWAKE_WAKER_HARDIRQ, 0,
+  Aggregate first = aggregate(kFirst, kFirst, {kNapKernel, kNapUser}, OFFWAKE_WAKER_HARDIRQ, 0,
                                    {kIrqKernel, kNoStack}, 5'000'000'000, 4);
   if (chain) first.key.chain.end = OFFWAKE_CHAIN_END_IRQ;
   out.push_back(first);
   // The child, in a module's wait, still blocked at the stop; a failed user walk.
-  bpf::Aggregate child = aggregate(kThird, kChild, {kModuleKernel, -EFAULT}, OFFWAKE_WAKER_STILL_BLOCKED, 0, none,
+  Aggregate child = aggregate(kThird, kChild, {kModuleKernel, -EFAULT}, OFFWAKE_WAKER_STILL_BLOCKED, 0, none,
                                    5'000'200'000, 1);
   child.key.state = OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD;
   if (chain) child.key.chain.end = OFFWAKE_CHAIN_END_NO_WAKER;
   out.push_back(child);
   // A kernel thread's wakeup of the second, after which the chain stops at a kernel thread.
-  bpf::Aggregate kthread = aggregate(kSecond, kSecond, {kReadKernel, kReadUser}, OFFWAKE_WAKER_KTHREAD, 2,
+  Aggregate kthread = aggregate(kSecond, kSecond, {kReadKernel, kReadUser}, OFFWAKE_WAKER_KTHREAD, 2,
                                      {kWakeFutexKernel, kNoStack}, 5'000'150'000, 1);
   if (chain) kthread.key.chain.end = OFFWAKE_CHAIN_END_KTHREAD;
   out.push_back(kthread);
@@ -185,7 +185,7 @@ std::vector<Record> relay_records(const OffwakeEventIds& ids, bool chain, bool c
   const test::StackTable table = stacks();
   AggregateSamples convert(table, ids);
   size_t n = 0;
-  for (const bpf::Aggregate& a : aggregates(chain)) {
+  for (const Aggregate& a : aggregates(chain)) {
     std::vector<perfdata::SampleRecord> samples = convert.convert(a, 1);
     // A group whose last hop sample is missing, and that sample on its own after the round.
     if (cut_short && n == 0) {

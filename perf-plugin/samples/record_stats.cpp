@@ -1,4 +1,4 @@
-#include "record/record_stats.h"
+#include "samples/record_stats.h"
 
 namespace offwake {
 

@@ -1,4 +1,4 @@
-#include "sched/sched_tracepoints.h"
+#include "tracking/sched_tracepoints.h"
 
 #include <ctime>
 

@@ -1,4 +1,4 @@
-#include "record/follow_perf.h"
+#include "commands/parent_perf.h"
 
 #include <signal.h>
 #include <sys/prctl.h>

@@ -1,19 +1,10 @@
-#include "record/aggregate_samples.h"
+#include "samples/aggregate_samples.h"
 
 #include <algorithm>
 
 #include "callchain/tracing_frames.h"
 
 namespace offwake {
-
-const PseudoWaker* pseudo_waker(uint32_t flags) {
-  if (flags & OFFWAKE_WAKER_STILL_BLOCKED) return &kStillBlocked;
-  if (flags & OFFWAKE_WAKER_NONE) return &kUnknownWaker;
-  if (flags & OFFWAKE_WAKER_NMI) return &kNmiWaker;
-  if (flags & OFFWAKE_WAKER_HARDIRQ) return &kHardirqWaker;
-  if (flags & OFFWAKE_WAKER_SOFTIRQ) return &kSoftirqWaker;
-  return nullptr;
-}
 
 static bool tracing_frame(const Kallsyms& kallsyms, uint64_t ip) {
   const KernelSymbol* sym = kallsyms.find(ip);
@@ -64,7 +55,7 @@ perfdata::SampleRecord AggregateSamples::waker_sample(uint64_t id, uint32_t flag
   return s;
 }
 
-std::vector<perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggregate& a, uint64_t fallback_time) {
+std::vector<perfdata::SampleRecord> AggregateSamples::convert(const Aggregate& a, uint64_t fallback_time) {
   const offwake_key& k = a.key;
   // A time at which both threads were who the key says: perf resolves comm, maps and exits
   // as of the sample's time. The waker and hop samples have the same time, so that they stay
@@ -72,7 +63,7 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggrega
   const uint64_t time = a.value.last_ns ? a.value.last_ns : fallback_time;
   const uint64_t period = a.value.total_ns;
   std::vector<perfdata::SampleRecord> out;
-  out.push_back(sample(ids_.time, k.tgid, k.tid, time, period, bpf::blocked_stacks(k)));
+  out.push_back(sample(ids_.time, k.tgid, k.tid, time, period, blocked_stacks(k)));
   OffwakeRaw raw;
   raw.state = k.state;
   raw.count = a.value.count;
@@ -84,7 +75,7 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggrega
   out[0].raw.assign(bytes, bytes + sizeof raw);
 
   out.push_back(waker_sample(ids_.waker, k.waker_flags, k.waker_tgid, k.waker_tid, time, period,
-                             bpf::waker_stacks(k)));
+                             waker_stacks(k)));
   // Hop k's block is the previous hop's waker's.
   uint32_t tgid = k.waker_tgid, tid = k.waker_tid;
   for (uint32_t i = 0; i < hops; ++i) {
@@ -103,7 +94,7 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const bpf::Aggrega
 
 std::vector<perfdata::SampleRecord> AggregateSamples::convert(const offwake_event& e) {
   const uint64_t ns = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
-  bpf::Aggregate one{e.key, offwake_value{ns, 1, ns, e.stamp_ns}};
+  Aggregate one{e.key, offwake_value{ns, 1, ns, e.stamp_ns}};
   auto samples = convert(one, e.end_ns);
   for (auto& s : samples) s.cpu = e.cpu;
   return samples;

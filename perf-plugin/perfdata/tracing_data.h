@@ -22,7 +22,7 @@
 
 #include "util/result.h"
 
-namespace offwake::sched {
+namespace offwake::perfdata {
 
 struct EventFormat {
   std::string system;  // "sched"
@@ -45,4 +45,4 @@ struct TracingData {
 // what was being read and where.
 Result<TracingData> parse_tracing_data(std::span<const uint8_t> section);
 
-}  // namespace offwake::sched
+}  // namespace offwake::perfdata

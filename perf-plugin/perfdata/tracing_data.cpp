@@ -1,9 +1,9 @@
-#include "sched/tracing_data.h"
+#include "perfdata/tracing_data.h"
 
 #include <bit>
 #include <cstring>
 
-namespace offwake::sched {
+namespace offwake::perfdata {
 
 namespace {
 
@@ -143,4 +143,4 @@ Result<TracingData> parse_tracing_data(std::span<const uint8_t> section) {
   return td;
 }
 
-}  // namespace offwake::sched
+}  // namespace offwake::perfdata

@@ -5,31 +5,14 @@
 
 #include <vector>
 
-#include "bpf/aggregates.h"
+#include "blocks/aggregate.h"
 #include "callchain/stack_ids.h"
 #include "perfdata/records.h"
-#include "record/offwake_events.h"
+#include "samples/offwake_events.h"
+#include "blocks/pseudo_wakers.h"
 #include "synth/kernel_maps.h"
 
 namespace offwake {
-
-// Wakers that are not a thread get a thread of their own in perf.data, far above pid_max, with
-// a COMM that says what they are, so that perf shows "[hardirq]" rather than a bystander.
-struct PseudoWaker {
-  uint32_t tid;
-  const char* comm;
-};
-constexpr PseudoWaker kHardirqWaker{0x7ffffff0, "[hardirq]"};
-constexpr PseudoWaker kSoftirqWaker{0x7ffffff1, "[softirq]"};
-constexpr PseudoWaker kNmiWaker{0x7ffffff2, "[nmi]"};
-constexpr PseudoWaker kUnknownWaker{0x7ffffff3, "[no waker seen]"};
-constexpr PseudoWaker kStillBlocked{0x7ffffff4, "[still blocked]"};
-// 0x7ffffff5 was "[woken early]": a block woken before --min-block has its waker named now
-// (OFFWAKE_WAKER_EARLY), as a thread or interrupt context, without stacks.
-constexpr PseudoWaker kPseudoWakers[] = {kHardirqWaker, kSoftirqWaker, kNmiWaker, kUnknownWaker, kStillBlocked};
-
-// The pseudo-thread for a key's waker, or nullptr when the waker is a real thread.
-const PseudoWaker* pseudo_waker(uint32_t waker_flags);
 
 class AggregateSamples {
  public:
@@ -42,7 +25,7 @@ class AggregateSamples {
   // The blocked sample, the waker sample, then the hop samples of one aggregate, stamped
   // with the aggregate's last_ns (a time both threads had the key's identity), or
   // `fallback_time` without one. Hop samples only when the event ids have hop events.
-  std::vector<perfdata::SampleRecord> convert(const bpf::Aggregate& a, uint64_t fallback_time);
+  std::vector<perfdata::SampleRecord> convert(const Aggregate& a, uint64_t fallback_time);
   // The same for one block of --timeline: stamped with its wakeup (or its start without one),
   // on the CPU where it ended.
   std::vector<perfdata::SampleRecord> convert(const offwake_event& e);

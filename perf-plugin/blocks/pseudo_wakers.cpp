@@ -1,0 +1,16 @@
+#include "blocks/pseudo_wakers.h"
+
+#include "offwake.h"
+
+namespace offwake {
+
+const PseudoWaker* pseudo_waker(uint32_t flags) {
+  if (flags & OFFWAKE_WAKER_STILL_BLOCKED) return &kStillBlocked;
+  if (flags & OFFWAKE_WAKER_NONE) return &kUnknownWaker;
+  if (flags & OFFWAKE_WAKER_NMI) return &kNmiWaker;
+  if (flags & OFFWAKE_WAKER_HARDIRQ) return &kHardirqWaker;
+  if (flags & OFFWAKE_WAKER_SOFTIRQ) return &kSoftirqWaker;
+  return nullptr;
+}
+
+}  // namespace offwake
