@@ -38,17 +38,18 @@ uint64_t monotonic_now_ns() {
 int libbpf_errno(long ret) { return ret < 0 ? static_cast<int>(-ret) : errno; }
 
 // Appends what libbpf said (e.g. the verifier log) after the error's own message. The
-// result carries no errno: its text already ends with the log.
+// result carries no errno: its text already ends with the log. The kind stays.
 // A permission error stays one line: the log would only repeat it.
 Error with_log(const Error& e, const LibbpfLogCapture& log) {
   std::string text = log.text();
   if (text.empty() || e.errnum() == EPERM || e.errnum() == EACCES) return e;
-  return Error(e.message() + "\nlibbpf log:\n" + text, 0);
+  return Error(e.message() + "\nlibbpf log:\n" + text, 0, e.kind());
 }
 
+// Without the privilege, no BPF: this machine's limit for this user, whatever was being done.
 Error permission_hint(Error e) {
   if (e.errnum() != EPERM && e.errnum() != EACCES) return e;
-  return Error(e.what() + " (perf offwake needs root, or CAP_BPF and CAP_PERFMON)", e.errnum());
+  return Error::unavailable(e.what() + " (perf offwake needs root, or CAP_BPF and CAP_PERFMON)", e.errnum());
 }
 
 void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
@@ -96,25 +97,26 @@ bool kernel_has_task_work() {
 Result<uint32_t> perf_event_max_stack() {
   std::ifstream in("/proc/sys/kernel/perf_event_max_stack");
   uint32_t v = 0;
-  if (!(in >> v) || v == 0) return Error("reading /proc/sys/kernel/perf_event_max_stack", EIO);
+  if (!(in >> v) || v == 0) return Error("reading /proc/sys/kernel/perf_event_max_stack", EIO, ErrorKind::kIo);
   return v;
 }
 
 Status probe_kernel_support() {
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-    return Error::from_errno("opening /sys/kernel/btf/vmlinux (kernel BTF, CONFIG_DEBUG_INFO_BTF)");
+    return Error::from_errno("opening /sys/kernel/btf/vmlinux (kernel BTF, CONFIG_DEBUG_INFO_BTF)",
+                             ErrorKind::kUnavailable);
   struct btf* vmlinux = btf__load_vmlinux_btf();
-  if (!vmlinux) return Error::from_errno("loading kernel BTF");
+  if (!vmlinux) return Error::from_errno("loading kernel BTF", ErrorKind::kUnavailable);
   std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
 
   // tp_btf/sched_switch: typedef -> pointer -> prototype (void *, preempt, prev, next, prev_state).
   int id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
-  if (id < 0) return Error("kernel BTF has no sched_switch tracepoint (btf_trace_sched_switch)", ENOENT);
+  if (id < 0) return Error::unavailable("kernel BTF has no sched_switch tracepoint (btf_trace_sched_switch)", ENOENT);
   const struct btf_type* t = btf__type_by_id(vmlinux, id);
   while (t && (btf_is_typedef(t) || btf_is_ptr(t))) t = btf__type_by_id(vmlinux, t->type);
-  if (!t || !btf_is_func_proto(t)) return Error("btf_trace_sched_switch is not a function pointer");
+  if (!t || !btf_is_func_proto(t)) return Error::unavailable("btf_trace_sched_switch is not a function pointer");
   if (btf_vlen(t) < 5)
-    return Error("this kernel's sched_switch tracepoint has no prev_state argument (needs Linux 5.18+)");
+    return Error::unavailable("this kernel's sched_switch tracepoint has no prev_state argument (needs Linux 5.18+)");
   return ok_status();
 }
 
@@ -138,28 +140,25 @@ std::optional<int64_t> preempt_count_from_runqueue() {
   return *pc - *rq;
 }
 
-Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o, bool* unavailable) {
-  if (unavailable) *unavailable = false;
-  // The machine, not the options, is why the programs cannot run.
-  auto machine = [&](Error e) {
-    if (unavailable) *unavailable = true;
-    return e;
-  };
+Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
+  // The machine, not the options, is why the programs cannot run: the caller may take another
+  // back end. Only these failures are unavailable; the options' are usage.
+  auto machine = [](const Error& e) { return e.with_kind(ErrorKind::kUnavailable); };
   if (o.user_threads_only && o.kernel_threads_only)
-    return Error("user-threads-only and kernel-threads-only exclude each other", EINVAL);
+    return Error::usage("user-threads-only and kernel-threads-only exclude each other", EINVAL);
   if (o.state_mask == 0 || (o.state_mask & ~(OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I)) != 0)
-    return Error("state mask must be a combination of S, D and I", EINVAL);
+    return Error::usage("state mask must be a combination of S, D and I", EINVAL);
   if (o.max_block_ns && o.max_block_ns < o.min_block_ns)
-    return Error("max-block is below min-block", EINVAL);
-  if (o.tgids.size() > o.max_tgids) return Error("more target processes than max_tgids", E2BIG);
-  if (o.follow_forks && o.tgids.empty()) return Error("follow_forks needs target processes", EINVAL);
-  if (o.kernel_stack_skip > BPF_F_SKIP_FIELD_MASK) return Error("kernel stack skip too large", EINVAL);
+    return Error::usage("max-block is below min-block", EINVAL);
+  if (o.tgids.size() > o.max_tgids) return Error::usage("more target processes than max_tgids", E2BIG);
+  if (o.follow_forks && o.tgids.empty()) return Error::usage("follow_forks needs target processes", EINVAL);
+  if (o.kernel_stack_skip > BPF_F_SKIP_FIELD_MASK) return Error::usage("kernel stack skip too large", EINVAL);
   if (o.chain_depth < 1 || o.chain_depth > OFFWAKE_MAX_CHAIN_DEPTH)
-    return Error("chain depth must be 1 to " + std::to_string(OFFWAKE_MAX_CHAIN_DEPTH), EINVAL);
+    return Error::usage("chain depth must be 1 to " + std::to_string(OFFWAKE_MAX_CHAIN_DEPTH), EINVAL);
   const uint32_t page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
   if (o.timeline && (o.ringbuf_bytes < page || (o.ringbuf_bytes & (o.ringbuf_bytes - 1)) != 0))
-    return Error("ring buffer size must be a power of 2 and at least one page (" +
-                     std::to_string(page) + " bytes)", EINVAL);
+    return Error::usage("ring buffer size must be a power of 2 and at least one page (" +
+                            std::to_string(page) + " bytes)", EINVAL);
   if (Status st = probe_kernel_support(); !st) return machine(st.error());
 
   auto sysctl_depth = perf_event_max_stack();
@@ -192,7 +191,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o, bool* unavailable) {
       {s->maps.events, o.timeline ? o.ringbuf_bytes : page, "timeline ring buffer"},
   };
   for (const auto& m : sizes) {
-    if (m.entries == 0) return Error(std::string(m.what) + " needs at least one entry", EINVAL);
+    if (m.entries == 0) return Error::usage(std::string(m.what) + " needs at least one entry", EINVAL);
     if (int err = bpf_map__set_max_entries(m.map, m.entries))
       return Error(std::string("sizing ") + m.what, libbpf_errno(err));
   }
@@ -223,11 +222,13 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o, bool* unavailable) {
   for (uint32_t tgid : o.tgids) OFFWAKE_TRY(bpf.add_target_tgid(tgid));
   if (!o.cgroup_path.empty()) {
     UniqueFd cg(open(o.cgroup_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!cg.valid()) return Error::from_errno("opening cgroup " + o.cgroup_path);
+    // A cgroup that cannot be opened is the option's fault, not the machine's (root opens any).
+    if (!cg.valid()) return Error::from_errno("opening cgroup " + o.cgroup_path, ErrorKind::kUsage);
     __u32 zero = 0;
     __u32 fd = static_cast<__u32>(cg.get());
     if (bpf_map_update_elem(bpf_map__fd(bpf.skel_->maps.target_cgroup), &zero, &fd, BPF_ANY) != 0)
-      return Error::from_errno("setting cgroup filter " + o.cgroup_path + " (must be a cgroup v2 directory)");
+      return Error::from_errno("setting cgroup filter " + o.cgroup_path + " (must be a cgroup v2 directory)",
+                               ErrorKind::kUsage);
   }
   return bpf;
 }

@@ -84,10 +84,10 @@ class OffwakeBpf {
  public:
   // Opens the skeleton, writes the options into rodata and map sizes, loads it and fills
   // the filter maps. Nothing is attached yet. A failed load's Error carries libbpf's log
-  // (the verifier's verdict) whatever the verbosity. With `unavailable`, says whether the
-  // failure is the machine's (no BTF, no permission to load BPF, a verifier refusal) rather
-  // than the options' (a bad value, a cgroup that does not exist).
-  static Result<OffwakeBpf> load(const LoaderOptions& options, bool* unavailable = nullptr);
+  // (the verifier's verdict) whatever the verbosity. A failure that is the machine's (no BTF,
+  // no permission to load BPF, a verifier refusal) is ErrorKind::kUnavailable, one that is the
+  // options' (a bad value, a cgroup that does not exist) kUsage.
+  static Result<OffwakeBpf> load(const LoaderOptions& options);
 
   OffwakeBpf(OffwakeBpf&&) noexcept;
   OffwakeBpf& operator=(OffwakeBpf&&) noexcept;

@@ -41,7 +41,7 @@ Result<Callchain> Callchain::from_perf_ips(std::span<const uint64_t> ips) {
       FrameContext next;
       if (!marker_context(v, &next)) {
         if (!have_context)
-          return Error("callchain entry " + std::to_string(i) + " is an unknown context marker");
+          return Error::bad_input("callchain entry " + std::to_string(i) + " is an unknown context marker");
         skipping = chain.cut_ = true;
         continue;
       }
@@ -53,7 +53,7 @@ Result<Callchain> Callchain::from_perf_ips(std::span<const uint64_t> ips) {
       continue;
     }
     if (!have_context)
-      return Error("callchain entry " + std::to_string(i) + " comes before any context marker");
+      return Error::bad_input("callchain entry " + std::to_string(i) + " comes before any context marker");
     if (!skipping) chain.frames_.push_back({v, context});
   }
   return chain;

@@ -194,8 +194,11 @@ Status Converter::open_writer(const std::vector<std::string>& argv) {
 Status Converter::run(const std::vector<std::string>& argv) {
   auto r = perfdata::PerfDataReader::open(opt_.input);
   if (!r) {
-    if (r.error().what().find("sample_type bit") == std::string::npos) return r.error();
-    return Error(r.error().what() + ": convert reads frame-pointer callchains: record with -g, not --call-graph dwarf or lbr");
+    // The reader's only unsupported input is a sample field it does not decode: in a stock
+    // recording, the registers and stack copies of dwarf unwinding, or a branch stack.
+    if (!r.error().is(ErrorKind::kUnsupported)) return r.error();
+    return Error::unsupported(r.error().what() +
+                              ": convert reads frame-pointer callchains: record with -g, not --call-graph dwarf or lbr");
   }
   reader_.emplace(std::move(r).value());
   if (reader_->mode() == perfdata::Mode::kFile) OFFWAKE_TRY(setup_decoder());

@@ -73,7 +73,8 @@ static Status apply_option(const Option& o, const std::string& value) {
     case Option::Kind::kString: *o.string = value; return ok_status();
     case Option::Kind::kCallback: {
       auto s = o.callback(value);
-      if (!s) return s.error().context(error_name(o));
+      // Whatever the callback found wrong, it is this option's value.
+      if (!s) return s.error().context(error_name(o)).with_kind(ErrorKind::kUsage);
       return s;
     }
     case Option::Kind::kUint: {
@@ -81,7 +82,7 @@ static Status apply_option(const Option& o, const std::string& value) {
       errno = 0;
       unsigned long long v = strtoull(value.c_str(), &end, 0);
       if (value.empty() || *end || errno || value[0] == '-')
-        return Error(error_name(o) + " expects a non-negative integer, not '" + value + "'");
+        return Error::usage(error_name(o) + " expects a non-negative integer, not '" + value + "'");
       *o.uint = v;
       return ok_status();
     }
@@ -91,7 +92,7 @@ static Status apply_option(const Option& o, const std::string& value) {
       double v = strtod(value.c_str(), &end);
       // nan and inf are not durations: nan would compare false against every limit.
       if (value.empty() || *end || errno || !std::isfinite(v) || v < 0)
-        return Error(error_name(o) + " expects a finite non-negative number, not '" + value + "'");
+        return Error::usage(error_name(o) + " expects a finite non-negative number, not '" + value + "'");
       *o.dbl = v;
       return ok_status();
     }

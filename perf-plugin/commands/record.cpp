@@ -212,13 +212,12 @@ Status Recorder::open_source() {
   }
   auto lo = loader_options();
   if (!lo) return lo.error();
-  bool unavailable = false;
-  auto bpf = load_bpf_blocks(*lo, &unavailable);
+  auto bpf = load_bpf_blocks(*lo);
   if (bpf) {
     source_ = std::move(bpf).value();
     return ok_status();
   }
-  if (opt_.backend == "bpf" || !unavailable) return bpf.error();
+  if (opt_.backend == "bpf" || !bpf.error().is(ErrorKind::kUnavailable)) return bpf.error();
   const std::string why = first_line(bpf.error().message());
   if (std::string option = bpf_only_option(opt_); !option.empty())
     return Error("the BPF programs cannot be loaded (" + why + "), and " + option + " needs them");

@@ -17,7 +17,7 @@ void ByteWriter::put_header_string(std::string_view s) {
 }
 
 Error ByteReader::short_read(size_t wanted) const {
-  return Error(what_ + ": truncated (wanted " + std::to_string(wanted) + " bytes at offset " +
+  return Error::bad_input(what_ + ": truncated (wanted " + std::to_string(wanted) + " bytes at offset " +
                std::to_string(pos_) + ", " + std::to_string(remaining()) + " left)");
 }
 

@@ -89,7 +89,7 @@ static Status decode_event_desc(ByteReader& r, FileInfo& info) {
   OFFWAKE_TRY(r.read(nr));
   OFFWAKE_TRY(r.read(attr_size));
   if (attr_size < PERF_ATTR_SIZE_VER0 || attr_size > 4096)
-    return Error("event desc: bad attr size " + std::to_string(attr_size));
+    return Error::bad_input("event desc: bad attr size " + std::to_string(attr_size));
   for (uint32_t i = 0; i < nr; ++i) {
     EventDesc e;
     auto raw = r.get_bytes(attr_size);
@@ -98,7 +98,7 @@ static Status decode_event_desc(ByteReader& r, FileInfo& info) {
     uint32_t nr_ids = 0;
     OFFWAKE_TRY(r.read(nr_ids));
     OFFWAKE_TRY(decode_string(r, e.name));
-    if (nr_ids > r.remaining() / 8) return Error("event desc: id count overruns the section");
+    if (nr_ids > r.remaining() / 8) return Error::bad_input("event desc: id count overruns the section");
     e.ids.resize(nr_ids);
     for (auto& id : e.ids) OFFWAKE_TRY(r.read(id));
     info.events.push_back(std::move(e));
@@ -112,7 +112,7 @@ static Status decode_build_ids(ByteReader& r, FileInfo& info) {
     OFFWAKE_TRY(r.read(h));
     size_t fixed = sizeof(perf_event_header) + 4 + 24;
     if (h.size < fixed || h.size - sizeof h > r.remaining())
-      return Error("build id entry of bad size " + std::to_string(h.size));
+      return Error::bad_input("build id entry of bad size " + std::to_string(h.size));
     BuildIdEntry e;
     e.cpumode = h.misc & PERF_RECORD_MISC_CPUMODE_MASK;
     OFFWAKE_TRY(r.read(e.pid));
@@ -146,7 +146,7 @@ Status decode_feature(int feature, std::span<const uint8_t> section, FileInfo& i
     case kFeatCmdline: {
       uint32_t nr = 0;
       OFFWAKE_TRY(r.read(nr));
-      if (nr > r.remaining() / 4) return Error("cmdline: count overruns the section");
+      if (nr > r.remaining() / 4) return Error::bad_input("cmdline: count overruns the section");
       h.cmdline.resize(nr);
       for (auto& arg : h.cmdline) OFFWAKE_TRY(decode_string(r, arg));
       return ok_status();

@@ -72,7 +72,7 @@ class FdSource : public ByteSource {
       ssize_t r = ::pread(fd_.get(), p, n, static_cast<off_t>(offset));
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return Error::from_errno("reading " + what_);
-      if (r == 0) return Error("reading " + what_ + ": unexpected end of file");
+      if (r == 0) return Error::bad_input("reading " + what_ + ": unexpected end of file");
       p += r;
       n -= static_cast<size_t>(r);
       offset += static_cast<uint64_t>(r);
@@ -99,7 +99,7 @@ class MemorySource : public ByteSource {
   }
   Status pread(void* buf, size_t n, uint64_t offset) override {
     if (offset > data_.size() || n > data_.size() - offset)
-      return Error("reading memory: unexpected end of data");
+      return Error::bad_input("reading memory: unexpected end of data");
     std::memcpy(buf, data_.data() + offset, n);
     return ok_status();
   }
@@ -142,7 +142,7 @@ Result<PerfDataReader> PerfDataReader::open(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno("opening " + path);
   struct stat st {};
-  if (fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) return Error(path + " is a directory", EISDIR);
+  if (fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) return Error(path + " is a directory", EISDIR, ErrorKind::kIo);
   return from_fd(std::move(fd), path);
 }
 
@@ -178,27 +178,33 @@ Status PerfDataReader::read_exact(void* buf, size_t n, bool* eof) {
   }
   if (eof) *eof = (got == 0);
   if (got == n || (eof && got == 0)) return ok_status();
-  return Error(what_ + ": truncated at offset " + hex(offset_ + got));
+  return Error::bad_input(what_ + ": truncated at offset " + hex(offset_ + got));
 }
 
 Status PerfDataReader::start() {
   PipeHeader ph{};
   bool eof = false;
-  if (Status s = read_exact(&ph, sizeof ph, &eof); !s)
-    return Error(what_ + ": not a perf.data file (shorter than a header)");
-  if (eof) return Error(what_ + ": empty input, not a perf.data file");
+  if (Status s = read_exact(&ph, sizeof ph, &eof); !s) {
+    // A read that failed is not a short file: the kind says which it was.
+    const ErrorKind kind = s.error().is(ErrorKind::kIo) ? ErrorKind::kIo : ErrorKind::kBadInput;
+    return Error(what_ + ": not a perf.data file (shorter than a header)", 0, kind);
+  }
+  if (eof) return Error::bad_input(what_ + ": empty input, not a perf.data file");
   if (ph.magic == 0 && src_->seekable())
-    return Error(what_ + ": header was never written (the recording did not finish)");
+    return Error::bad_input(what_ + ": header was never written (the recording did not finish)");
+  // Bad input rather than unsupported: nothing in such a file can be read, and unsupported
+  // means a readable file with a field this reader does not decode (a caller may say how to
+  // record without it).
   if (ph.magic == __builtin_bswap64(kMagic))
-    return Error(what_ + ": perf.data of the other byte order is not supported");
-  if (ph.magic != kMagic) return Error(what_ + ": not a perf.data file (bad magic)");
+    return Error::bad_input(what_ + ": perf.data of the other byte order is not supported");
+  if (ph.magic != kMagic) return Error::bad_input(what_ + ": not a perf.data file (bad magic)");
   offset_ = sizeof ph;
   if (ph.size == sizeof(PipeHeader)) {
     mode_ = Mode::kPipe;
     return ok_status();
   }
   if (!src_->seekable())
-    return Error(what_ + ": a perf.data file (not a stream) must be read from a file, not a pipe");
+    return Error::usage(what_ + ": a perf.data file (not a stream) must be read from a file, not a pipe");
   mode_ = Mode::kFile;
   auto s = read_file_header();
   if (!s) return s.error().context(what_);
@@ -208,17 +214,17 @@ Status PerfDataReader::start() {
 Status PerfDataReader::read_file_header() {
   const uint64_t file_size = src_->size();
   FileHeader h{};
-  if (file_size < sizeof h) return Error("truncated file header");
+  if (file_size < sizeof h) return Error::bad_input("truncated file header");
   OFFWAKE_TRY(src_->pread(&h, sizeof h, 0));
-  if (h.size < sizeof h) return Error("header size " + std::to_string(h.size) + " is too small");
+  if (h.size < sizeof h) return Error::bad_input("header size " + std::to_string(h.size) + " is too small");
   if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(FileSection) || h.attr_size > 4096)
-    return Error("bad attr size " + std::to_string(h.attr_size));
-  if (!section_fits(h.attrs, file_size)) return Error("attrs section lies outside the file");
-  if (!section_fits(h.data, file_size)) return Error("data section lies outside the file (truncated?)");
-  if (h.attrs.size % h.attr_size != 0) return Error("attrs section is not a whole number of attrs");
+    return Error::bad_input("bad attr size " + std::to_string(h.attr_size));
+  if (!section_fits(h.attrs, file_size)) return Error::bad_input("attrs section lies outside the file");
+  if (!section_fits(h.data, file_size)) return Error::bad_input("data section lies outside the file (truncated?)");
+  if (h.attrs.size % h.attr_size != 0) return Error::bad_input("attrs section is not a whole number of attrs");
 
   const size_t nr_attrs = h.attrs.size / h.attr_size;
-  if (nr_attrs == 0) return Error("no events in the file");
+  if (nr_attrs == 0) return Error::bad_input("no events in the file");
   Bytes raw(h.attr_size);
   for (size_t i = 0; i < nr_attrs; ++i) {
     OFFWAKE_TRY(src_->pread(raw.data(), raw.size(), h.attrs.offset + i * h.attr_size));
@@ -227,7 +233,7 @@ Status PerfDataReader::read_file_header() {
     std::memcpy(&e.attr, raw.data(), std::min(attr_bytes, sizeof e.attr));
     FileSection ids{};
     std::memcpy(&ids, raw.data() + attr_bytes, sizeof ids);
-    if (!section_fits(ids, file_size) || ids.size % 8) return Error("event ids lie outside the file");
+    if (!section_fits(ids, file_size) || ids.size % 8) return Error::bad_input("event ids lie outside the file");
     e.ids.resize(ids.size / 8);
     if (!e.ids.empty()) OFFWAKE_TRY(src_->pread(e.ids.data(), ids.size, ids.offset));
     OFFWAKE_TRY(check_sample_type(e.attr.sample_type));
@@ -239,10 +245,11 @@ Status PerfDataReader::read_file_header() {
   for (int bit = 1; bit < kFeatBits; ++bit) {
     if (!(h.features[bit / 64] & (uint64_t{1} << (bit % 64)))) continue;
     FileSection sec{};
-    if (table + sizeof sec > file_size) return Error("feature table is truncated");
+    if (table + sizeof sec > file_size) return Error::bad_input("feature table is truncated");
     OFFWAKE_TRY(src_->pread(&sec, sizeof sec, table));
     table += sizeof sec;
-    if (!section_fits(sec, file_size)) return Error("feature " + std::to_string(bit) + " lies outside the file");
+    if (!section_fits(sec, file_size))
+      return Error::bad_input("feature " + std::to_string(bit) + " lies outside the file");
     Bytes data(sec.size);
     if (sec.size) OFFWAKE_TRY(src_->pread(data.data(), data.size(), sec.offset));
     auto s = decode_feature(bit, data, info_);
@@ -277,11 +284,11 @@ const EventDesc* PerfDataReader::event_for(const SampleRecord& s) const {
 Status PerfDataReader::handle_pipe_record(const perf_event_header& h, std::span<const uint8_t> payload) {
   ByteReader r(payload, "pipe record");
   if (h.type == kRecordHeaderAttr) {
-    if (payload.size() < PERF_ATTR_SIZE_VER0) return Error("attr record is too short");
+    if (payload.size() < PERF_ATTR_SIZE_VER0) return Error::bad_input("attr record is too short");
     EventDesc e;
     uint32_t size = 0;
     std::memcpy(&size, payload.data() + offsetof(perf_event_attr, size), sizeof size);
-    if (size < PERF_ATTR_SIZE_VER0 || size > payload.size()) return Error("attr record has a bad attr size");
+    if (size < PERF_ATTR_SIZE_VER0 || size > payload.size()) return Error::bad_input("attr record has a bad attr size");
     std::memcpy(&e.attr, payload.data(), std::min<size_t>(size, sizeof e.attr));
     OFFWAKE_TRY(check_sample_type(e.attr.sample_type));
     size_t nr = (payload.size() - size) / 8;
@@ -293,7 +300,7 @@ Status PerfDataReader::handle_pipe_record(const perf_event_header& h, std::span<
   if (h.type == kRecordHeaderFeature) {
     uint64_t feat = 0;
     OFFWAKE_TRY(r.read(feat));
-    if (feat == 0 || feat >= kFeatBits) return Error("feature record has a bad feature id");
+    if (feat == 0 || feat >= kFeatBits) return Error::bad_input("feature record has a bad feature id");
     OFFWAKE_TRY(decode_feature(static_cast<int>(feat), payload.subspan(8), info_));
     name_events();
     return ok_status();
@@ -306,9 +313,9 @@ Status PerfDataReader::handle_pipe_record(const perf_event_header& h, std::span<
 Status PerfDataReader::read_pipe_tracing_data(std::span<const uint8_t> payload) {
   constexpr uint32_t kMaxTracingData = 256u << 20;
   uint32_t size = 0;
-  if (payload.size() < sizeof size) return Error("tracing data record is too short");
+  if (payload.size() < sizeof size) return Error::bad_input("tracing data record is too short");
   std::memcpy(&size, payload.data(), sizeof size);
-  if (size > kMaxTracingData) return Error("tracing data of " + std::to_string(size) + " bytes is too large");
+  if (size > kMaxTracingData) return Error::bad_input("tracing data of " + std::to_string(size) + " bytes is too large");
   Bytes data(align8(size));
   OFFWAKE_TRY(read_exact(data.data(), data.size(), nullptr));
   offset_ += data.size();
@@ -337,17 +344,19 @@ Result<std::optional<Record>> PerfDataReader::next() {
     perf_event_header h{};
     const uint64_t at = offset_;
     if (mode_ == Mode::kFile) {
-      if (data_end_ - offset_ < sizeof h) return Error(what_ + ": truncated record at offset " + hex(at));
+      if (data_end_ - offset_ < sizeof h) return Error::bad_input(what_ + ": truncated record at offset " + hex(at));
       OFFWAKE_TRY(src_->pread(&h, sizeof h, offset_));
     } else {
       bool eof = false;
       OFFWAKE_TRY(read_exact(&h, sizeof h, &eof));
       if (eof) return std::optional<Record>{};
     }
-    if (h.size < sizeof h) return Error(what_ + ": record at offset " + hex(at) + " has size " + std::to_string(h.size));
+    if (h.size < sizeof h)
+      return Error::bad_input(what_ + ": record at offset " + hex(at) + " has size " + std::to_string(h.size));
     record_.resize(h.size - sizeof h);
     if (mode_ == Mode::kFile) {
-      if (h.size > data_end_ - offset_) return Error(what_ + ": record at offset " + hex(at) + " overruns the data section");
+      if (h.size > data_end_ - offset_)
+        return Error::bad_input(what_ + ": record at offset " + hex(at) + " overruns the data section");
       if (!record_.empty()) OFFWAKE_TRY(src_->pread(record_.data(), record_.size(), offset_ + sizeof h));
     } else {
       offset_ += sizeof h;
@@ -367,7 +376,7 @@ Result<std::optional<Record>> PerfDataReader::next() {
       if (!s) return s.error().context(what_ + ": record at offset " + hex(at));
       continue;
     }
-    if (events_.empty()) return Error(what_ + ": data record before any event description");
+    if (events_.empty()) return Error::bad_input(what_ + ": data record before any event description");
     Result<Record> rec = Error("");
     if (h.type == PERF_RECORD_SAMPLE) {
       const perf_event_attr* attr = &events_[0].attr;
@@ -375,12 +384,13 @@ Result<std::optional<Record>> PerfDataReader::next() {
         uint64_t id = 0;
         auto pos = sample_id_offset(attr->sample_type);
         if (!pos || record_.size() < *pos + 8)
-          return Error(what_ + ": sample at offset " + hex(at) + " has no identifier");
+          return Error::bad_input(what_ + ": sample at offset " + hex(at) + " has no identifier");
         std::memcpy(&id, record_.data() + *pos, 8);
         SampleRecord probe;
         probe.id = id;
         const EventDesc* e = event_for(probe);
-        if (!e) return Error(what_ + ": sample at offset " + hex(at) + " has unknown id " + std::to_string(id));
+        if (!e)
+          return Error::bad_input(what_ + ": sample at offset " + hex(at) + " has unknown id " + std::to_string(id));
         attr = &e->attr;
       }
       auto s = decode_sample(*attr, h.misc, record_);

@@ -9,8 +9,8 @@ namespace offwake::perfdata {
 Status check_sample_type(uint64_t sample_type) {
   uint64_t unsupported = sample_type & ~kSupportedSampleType;
   if (unsupported) {
-    return Error("sample_type bit " + std::to_string(std::countr_zero(unsupported)) +
-                 " is not supported", EINVAL);
+    return Error::unsupported("sample_type bit " + std::to_string(std::countr_zero(unsupported)) +
+                                  " is not supported", EINVAL);
   }
   return ok_status();
 }
@@ -93,7 +93,7 @@ Result<SampleRecord> decode_sample(const perf_event_attr& attr, uint16_t misc,
     uint64_t nr;
     OFFWAKE_TRY(r.read(nr));
     if (nr > r.remaining() / sizeof(uint64_t))
-      return Error("sample: callchain of " + std::to_string(nr) + " entries overruns the record");
+      return Error::bad_input("sample: callchain of " + std::to_string(nr) + " entries overruns the record");
     auto raw = r.get_bytes(nr * sizeof(uint64_t));
     if (!raw) return raw.error();
     std::vector<uint64_t> ips(nr);

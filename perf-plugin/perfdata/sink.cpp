@@ -57,7 +57,7 @@ Status FdSink::write(std::span<const uint8_t> data) {
 }
 
 Status FdSink::write_at(uint64_t offset, std::span<const uint8_t> data) {
-  if (!seekable_) return Error("writing " + what_ + ": not seekable", ESPIPE);
+  if (!seekable_) return Error("writing " + what_ + ": not seekable", ESPIPE, ErrorKind::kIo);
   OFFWAKE_TRY(flush());
   const uint8_t* p = data.data();
   size_t n = data.size();

@@ -9,7 +9,8 @@ namespace offwake::perfdata {
 
 Result<SampleId> sample_id_trailer(const OtherRecord& o, const perf_event_attr& attr) {
   const size_t n = sample_id_size(attr);
-  if (o.payload.size() < n) return Error("record of type " + std::to_string(o.type) + " is too short for its sample_id");
+  if (o.payload.size() < n)
+    return Error::bad_input("record of type " + std::to_string(o.type) + " is too short for its sample_id");
   ByteReader br(std::span<const uint8_t>(o.payload).subspan(o.payload.size() - n), "sample_id");
   return get_sample_id(br, attr);
 }

@@ -44,7 +44,7 @@ class Cursor {
     return s;
   }
   Result<std::string> text(uint64_t n, const char* what) {
-    if (n > remaining()) return Error(std::string(what) + " of " + std::to_string(n) + " bytes at offset " +
+    if (n > remaining()) return Error::bad_input(std::string(what) + " of " + std::to_string(n) + " bytes at offset " +
                                       std::to_string(pos_) + " overruns the tracing data (" +
                                       std::to_string(remaining()) + " bytes left)");
     std::string s(reinterpret_cast<const char*>(d_.data() + pos_), static_cast<size_t>(n));
@@ -54,7 +54,7 @@ class Cursor {
 
  private:
   Error truncated(const char* what) const {
-    return Error(std::string("tracing data is truncated in ") + what + " at offset " + std::to_string(pos_));
+    return Error::bad_input(std::string("tracing data is truncated in ") + what + " at offset " + std::to_string(pos_));
   }
   std::span<const uint8_t> d_;
   size_t pos_ = 0;
@@ -78,7 +78,7 @@ std::string format_name(const std::string& text) {
 
 Status header_file(Cursor& c, const char* name) {
   TD_GET(label, c.cstring(name));
-  if (label != name) return Error(std::string("tracing data: expected \"") + name + "\" at offset " +
+  if (label != name) return Error::bad_input(std::string("tracing data: expected \"") + name + "\" at offset " +
                                   std::to_string(c.pos() - label.size() - 1) + ", found \"" + label.substr(0, 32) + "\"");
   TD_GET(size, c.get<uint64_t>(name));
   TD_GET(body, c.text(size, name));
@@ -95,7 +95,8 @@ Status event_formats(Cursor& c, const std::string& system, TracingData& td) {
     f.system = system;
     f.name = format_name(text);
     if (f.name.empty())
-      return Error("tracing data: format " + std::to_string(i) + " of system " + system + " has no \"name:\" line");
+      return Error::bad_input("tracing data: format " + std::to_string(i) + " of system " + system +
+                              " has no \"name:\" line");
     f.text = std::move(text);
     td.events.push_back(std::move(f));
   }
@@ -113,13 +114,13 @@ const std::string* TracingData::format(const std::string& system, const std::str
 Result<TracingData> parse_tracing_data(std::span<const uint8_t> section) {
   TracingData td;
   if (section.size() < kMagicSize || std::memcmp(section.data(), kMagic, kMagicSize) != 0)
-    return Error("tracing data: bad magic (not a trace-cmd/perf tracing header)");
+    return Error::bad_input("tracing data: bad magic (not a trace-cmd/perf tracing header)");
   Cursor c(section.subspan(kMagicSize));
   TD_GET(version, c.cstring("the version"));
   td.version = version;
   TD_GET(endian, c.get<uint8_t>("the byte order"));
   TD_GET(long_size, c.get<uint8_t>("the long size"));
-  if (endian > 1) return Error("tracing data: bad byte order flag " + std::to_string(endian));
+  if (endian > 1) return Error::bad_input("tracing data: bad byte order flag " + std::to_string(endian));
   td.big_endian = endian == 1;
   c.set_swap(td.big_endian != (std::endian::native == std::endian::big));
   td.long_size = long_size;

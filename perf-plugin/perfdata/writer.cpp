@@ -55,7 +55,7 @@ Result<PerfDataWriter> PerfDataWriter::create(std::unique_ptr<ByteSink> sink, Mo
                                               std::vector<EventDesc> events, HostInfo host) {
   if (events.empty()) return Error("perf.data needs at least one event", EINVAL);
   if (mode == Mode::kFile && !sink->seekable())
-    return Error("file mode needs a seekable output; use pipe mode", ESPIPE);
+    return Error::usage("file mode needs a seekable output; use pipe mode", ESPIPE);
   PerfDataWriter w;
   for (size_t i = 0; i < events.size(); ++i) {
     const perf_event_attr& a = events[i].attr;

@@ -85,8 +85,8 @@ class BpfBlocks : public BlockSource {
 
 }  // namespace
 
-Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options, bool* unavailable) {
-  auto bpf = bpf::OffwakeBpf::load(options, unavailable);
+Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options) {
+  auto bpf = bpf::OffwakeBpf::load(options);
   if (!bpf) return bpf.error();
   auto stacks = bpf->stack_trace_map();
   if (!stacks) return stacks.error();

@@ -10,9 +10,9 @@
 
 namespace offwake {
 
-// The BPF back end. load() fails when the programs cannot be loaded on this machine (no BTF,
-// no CAP_BPF, a verifier refusal); `unavailable` then says the BPF programs, not the options,
-// are why (the tracepoint back end can take over).
-Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options, bool* unavailable);
+// The BPF back end. Fails with ErrorKind::kUnavailable when the programs cannot be loaded on
+// this machine (no BTF, no CAP_BPF, a verifier refusal): the BPF programs, not the options,
+// are why, and the tracepoint back end can take over.
+Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options);
 
 }  // namespace offwake

@@ -41,12 +41,12 @@ int find_command(const std::string& command) {
 }  // namespace
 
 Status Workload::check_command(const std::string& command) {
-  if (int e = find_command(command)) return Error(cannot_run(command), e);
+  if (int e = find_command(command)) return Error::usage(cannot_run(command), e);
   return ok_status();
 }
 
 Result<Workload> Workload::prepare(const std::vector<std::string>& argv, bool stdout_to_stderr) {
-  if (argv.empty()) return Error("no command to run", EINVAL);
+  if (argv.empty()) return Error::usage("no command to run", EINVAL);
 
   int go[2], err[2];
   if (pipe2(go, O_CLOEXEC) != 0) return Error::from_errno("creating a pipe for the workload");

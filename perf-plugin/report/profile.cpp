@@ -257,7 +257,8 @@ class ProfileBuilder : public SampleVisitor {
 }  // namespace
 
 Result<Profile> load_profile(const std::string& input, const Filters& filters, const Progress& progress) {
-  if (filters.kernel_only && filters.user_only) return Error("--kernel-only and --user-only exclude each other", EINVAL);
+  if (filters.kernel_only && filters.user_only)
+    return Error::usage("--kernel-only and --user-only exclude each other", EINVAL);
   auto reader = perfdata::PerfDataReader::open(input);
   if (!reader) return reader.error();
   Profile profile;

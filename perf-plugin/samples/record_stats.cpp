@@ -97,17 +97,18 @@ Result<std::vector<std::pair<std::string, uint64_t>>> decode_record_stats(std::s
   perfdata::ByteReader r(section, "offwake counters");
   auto n = r.get<uint32_t>();
   if (!n) return n.error();
-  if (*n > r.remaining() / 4) return Error("offwake counters: count overruns the section");
+  if (*n > r.remaining() / 4) return Error::bad_input("offwake counters: count overruns the section");
   std::vector<std::pair<std::string, uint64_t>> out;
   for (uint32_t i = 0; i < *n; ++i) {
     auto line = r.get_header_string();
     if (!line) return line.error();
     const size_t eq = line->find('=');
     if (eq == std::string::npos || eq + 1 >= line->size())
-      return Error("offwake counters: not key=value: '" + *line + "'");
+      return Error::bad_input("offwake counters: not key=value: '" + *line + "'");
     uint64_t v = 0;
     for (size_t k = eq + 1; k < line->size(); ++k) {
-      if ((*line)[k] < '0' || (*line)[k] > '9') return Error("offwake counters: not a number: '" + *line + "'");
+      if ((*line)[k] < '0' || (*line)[k] > '9')
+        return Error::bad_input("offwake counters: not a number: '" + *line + "'");
       v = v * 10 + static_cast<uint64_t>((*line)[k] - '0');
     }
     out.emplace_back(line->substr(0, eq), v);

@@ -53,7 +53,7 @@ void find_flags(const tep_print_arg* a, std::map<std::string, uint64_t>& out) {
 
 Result<tep_format_field*> field(tep_event* e, const char* name, bool common = false) {
   tep_format_field* f = common ? tep_find_common_field(e, name) : tep_find_field(e, name);
-  if (!f) return Error(std::string(e->system) + ":" + e->name + " has no field " + name, EPROTO);
+  if (!f) return Error::bad_input(std::string(e->system) + ":" + e->name + " has no field " + name, EPROTO);
   return f;
 }
 
@@ -95,7 +95,7 @@ Status formats_parse_safely(const std::string& switch_format, const std::string&
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status))
-    return Error("libtraceevent crashed parsing the sched tracepoint formats (signal " +
+    return Error::bad_input("libtraceevent crashed parsing the sched tracepoint formats (signal " +
                      std::to_string(WTERMSIG(status)) + "): a malformed format description",
                  EPROTO);
   return ok_status();
@@ -114,10 +114,10 @@ Result<SchedDecoder> SchedDecoder::from_formats(const std::string& switch_format
     if (err != 0 || !e) {
       char buf[128] = "";
       tep_strerror(d.tep_.get(), err, buf, sizeof buf);
-      return Error(std::string("parsing the format of sched:") + name + ": " + buf, EPROTO);
+      return Error::bad_input(std::string("parsing the format of sched:") + name + ": " + buf, EPROTO);
     }
     if (std::strcmp(e->name, name) != 0)
-      return Error(std::string("the format of sched:") + name + " describes " + e->name, EPROTO);
+      return Error::bad_input(std::string("the format of sched:") + name + " describes " + e->name, EPROTO);
     return e;
   };
   auto sw = parse(switch_format, "sched_switch");
@@ -161,14 +161,16 @@ Result<SchedDecoder> SchedDecoder::from_formats(const std::string& switch_format
   return d;
 }
 
+// Without tracefs, or its scheduler formats, this machine has no tracepoint back end.
 Result<SchedDecoder> SchedDecoder::from_tracefs(const std::string& tracefs) {
   if (access((tracefs + "/events").c_str(), R_OK) != 0)
     return Error::from_errno("tracefs is not mounted at " + tracefs +
-                             " (mount -t tracefs nodev " + tracefs + ")");
+                                 " (mount -t tracefs nodev " + tracefs + ")",
+                             ErrorKind::kUnavailable);
   auto sw = read_text(tracefs + "/events/sched/sched_switch/format");
-  if (!sw) return sw.error();
+  if (!sw) return sw.error().with_kind(ErrorKind::kUnavailable);
   auto wk = read_text(tracefs + "/events/sched/sched_waking/format");
-  if (!wk) return wk.error();
+  if (!wk) return wk.error().with_kind(ErrorKind::kUnavailable);
   return from_formats(*sw, *wk);
 }
 
@@ -176,16 +178,16 @@ Status SchedDecoder::decode(std::span<const uint8_t> raw, SchedEvent& e) const {
   const Layout& l = *layout_;
   auto number = [&](const tep_format_field* f, unsigned long long& v) -> Status {
     if (f->offset < 0 || static_cast<size_t>(f->offset) + static_cast<size_t>(f->size) > raw.size())
-      return Error("sched tracepoint record of " + std::to_string(raw.size()) + " bytes: field " + f->name +
+      return Error::bad_input("sched tracepoint record of " + std::to_string(raw.size()) + " bytes: field " + f->name +
                        " is outside it",
                    EPROTO);
     if (tep_read_number_field(const_cast<tep_format_field*>(f), raw.data(), &v) != 0)
-      return Error(std::string("reading field ") + f->name, EPROTO);
+      return Error::bad_input(std::string("reading field ") + f->name, EPROTO);
     return ok_status();
   };
   auto text = [&](const tep_format_field* f, std::string& out) -> Status {
     if (f->offset < 0 || static_cast<size_t>(f->offset) + static_cast<size_t>(f->size) > raw.size())
-      return Error(std::string("sched tracepoint record: field ") + f->name + " is outside it", EPROTO);
+      return Error::bad_input(std::string("sched tracepoint record: field ") + f->name + " is outside it", EPROTO);
     const char* p = reinterpret_cast<const char*>(raw.data()) + f->offset;
     out.assign(p, strnlen(p, static_cast<size_t>(f->size)));
     return ok_status();
@@ -221,7 +223,7 @@ Status SchedDecoder::decode(std::span<const uint8_t> raw, SchedEvent& e) const {
                                      : 0;
     return ok_status();
   }
-  return Error("a tracepoint record of type " + std::to_string(type) + ", neither sched_switch (" +
+  return Error::bad_input("a tracepoint record of type " + std::to_string(type) + ", neither sched_switch (" +
                    std::to_string(switch_id_) + ") nor sched_waking (" + std::to_string(waking_id_) + ")",
                EPROTO);
 }

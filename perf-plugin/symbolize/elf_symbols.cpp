@@ -57,7 +57,7 @@ Result<ElfSymbolFile> ElfSymbolFile::open(const std::string& path) {
 
 Status ElfSymbolFile::scan() {
   size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf(), &shstrndx) != 0) return Error("no section name table");
+  if (elf_getshdrstrndx(elf(), &shstrndx) != 0) return Error::bad_input("no section name table");
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf(), scn)) != nullptr) {
     GElf_Shdr sh;

@@ -45,10 +45,10 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
 
 Status ElfFile::load() {
   GElf_Ehdr eh;
-  if (!gelf_getehdr(elf(), &eh)) return Error(std::string("ELF header: ") + elf_errmsg(-1));
+  if (!gelf_getehdr(elf(), &eh)) return Error::bad_input(std::string("ELF header: ") + elf_errmsg(-1));
   pie_ = eh.e_type == ET_DYN;
   size_t nphdr = 0;
-  if (elf_getphdrnum(elf(), &nphdr) != 0) return Error("ELF program headers unreadable");
+  if (elf_getphdrnum(elf(), &nphdr) != 0) return Error::bad_input("ELF program headers unreadable");
   for (size_t i = 0; i < nphdr; ++i) {
     GElf_Phdr ph;
     if (!gelf_getphdr(elf(), static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;

@@ -25,9 +25,9 @@ Result<Kallsyms> Kallsyms::load(const std::string& path) {
     s.name = line.substr(sp1 + 3, name_end == std::string::npos ? std::string::npos : name_end - sp1 - 3);
     k.symbols_.push_back(std::move(s));
   }
-  if (k.symbols_.empty()) return Error(path + ": no text symbols");
+  if (k.symbols_.empty()) return Error::unavailable(path + ": no text symbols");
   if (std::all_of(k.symbols_.begin(), k.symbols_.end(), [](auto& s) { return s.addr == 0; }))
-    return Error(path + ": addresses are hidden (kernel.kptr_restrict); run as root", EPERM);
+    return Error::unavailable(path + ": addresses are hidden (kernel.kptr_restrict); run as root", EPERM);
   std::stable_sort(k.symbols_.begin(), k.symbols_.end(),
                    [](const KernelSymbol& a, const KernelSymbol& b) { return a.addr < b.addr; });
   return k;
@@ -55,7 +55,7 @@ perfdata::BuildId kernel_build_id() {
 Result<perfdata::Mmap2Record> kernel_mmap(const Kallsyms& kallsyms) {
   auto text = kallsyms.address_of("_text");
   if (!text) text = kallsyms.address_of("_stext");
-  if (!text) return Error("kallsyms has no _text symbol");
+  if (!text) return Error::unavailable("kallsyms has no _text symbol");
   perfdata::Mmap2Record m;
   m.cpumode = PERF_RECORD_MISC_KERNEL;
   m.pid = static_cast<uint32_t>(-1);

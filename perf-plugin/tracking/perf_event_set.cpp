@@ -85,7 +85,12 @@ Result<PerfEventSet> PerfEventSet::open(std::vector<perfdata::EventDesc> events,
     evsels.push_back(evsel);
   }
   perf_evlist__set_maps(t.evlist_.get(), t.cpus_.get(), t.threads_.get());
-  if (int err = perf_evlist__open(t.evlist_.get()); err < 0) return Error("perf_event_open", -err);
+  if (int err = perf_evlist__open(t.evlist_.get()); err < 0) {
+    // No permission (perf_event_paranoid), or no such event or PMU here: the machine's limit,
+    // which a caller may work around; anything else is not.
+    const bool machine = -err == EACCES || -err == EPERM || -err == ENOENT || -err == ENODEV || -err == EOPNOTSUPP;
+    return Error("perf_event_open", -err, machine ? ErrorKind::kUnavailable : ErrorKind::kOther);
+  }
 
   // The kernel's sample id of each CPU's event, as reads with PERF_FORMAT_ID report it.
   // Read before mmap: once mapped, libperf may answer reads from the mmap page, without id.

@@ -21,7 +21,8 @@ perf_event_attr tracepoint_attr(uint64_t id, const SchedTracepointOptions& o) {
 
 Result<SchedTracepoints> SchedTracepoints::open(SchedDecoder decoder, const SchedTracepointOptions& o) {
   if (o.mmap_pages == 0 || (o.mmap_pages & (o.mmap_pages - 1)))
-    return Error("ring buffer pages per CPU must be a power of two, not " + std::to_string(o.mmap_pages), EINVAL);
+    return Error::usage("ring buffer pages per CPU must be a power of two, not " + std::to_string(o.mmap_pages),
+                        EINVAL);
   std::vector<perfdata::EventDesc> events = {
       {tracepoint_attr(decoder.switch_id(), o), "sched:sched_switch", {}},
       {tracepoint_attr(decoder.waking_id(), o), "sched:sched_waking", {}},
@@ -30,7 +31,7 @@ Result<SchedTracepoints> SchedTracepoints::open(SchedDecoder decoder, const Sche
   if (!set) {
     Error e = set.error().context("opening the tracepoints sched:sched_switch and sched:sched_waking");
     if (e.errnum() == EACCES || e.errnum() == EPERM)
-      return Error(e.what() + " (needs root, or CAP_PERFMON)", e.errnum());
+      return Error(e.what() + " (needs root, or CAP_PERFMON)", e.errnum(), e.kind());
     return e;
   }
   return SchedTracepoints(std::move(decoder), std::move(set).value());

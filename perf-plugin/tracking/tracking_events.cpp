@@ -25,8 +25,8 @@ Status parse_sampling_event(const std::string& name, SamplingConfig& out) {
       return ok_status();
     }
   }
-  return Error("unknown event '" + name + "' (cpu-clock, task-clock, cycles, instructions, ref-cycles, "
-               "cache-misses, branch-misses)", EINVAL);
+  return Error::usage("unknown event '" + name + "' (cpu-clock, task-clock, cycles, instructions, ref-cycles, "
+                      "cache-misses, branch-misses)", EINVAL);
 }
 
 static perf_event_attr tracking_attr() {
@@ -57,7 +57,7 @@ Result<TrackingEvents> TrackingEvents::open(const SamplingConfig* sampling, unsi
   if (!set) {
     const int err = set.error().errnum();
     if (sampling && (err == ENOENT || err == EOPNOTSUPP || err == ENODEV))
-      return Error("opening the sampling event " + sampling->name + ": not supported on this machine", err);
+      return Error::unavailable("opening the sampling event " + sampling->name + ": not supported on this machine", err);
     return set.error().context("opening perf events");
   }
   return TrackingEvents(std::move(set).value());

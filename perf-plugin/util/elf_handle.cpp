@@ -17,9 +17,9 @@ Result<ElfHandle> ElfHandle::open(const std::string& path) {
   if (!h.fd_.valid()) return Error::from_errno("opening " + path);
   struct stat st {};
   if (fstat(h.fd_.get(), &st) != 0) return Error::from_errno("reading the status of " + path);
-  if (!S_ISREG(st.st_mode)) return Error(path + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) return Error::bad_input(path + ": not a regular file");
   h.elf_.reset(elf_begin(h.fd_.get(), ELF_C_READ_MMAP, nullptr));
-  if (!h.elf_ || elf_kind(h.elf_.get()) != ELF_K_ELF) return Error(path + ": not an ELF file");
+  if (!h.elf_ || elf_kind(h.elf_.get()) != ELF_K_ELF) return Error::bad_input(path + ": not an ELF file");
   return h;
 }
 

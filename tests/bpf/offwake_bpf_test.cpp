@@ -266,16 +266,28 @@ TEST(OffwakeBpf, DrainEmptiesTheMap) {
   EXPECT_TRUE(after->empty());
 }
 
+// The options' fault, not the machine's: usage, which a command must not answer by falling
+// back to the tracepoints.
+void expect_usage(const LoaderOptions& opts, const std::string& what) {
+  auto bpf = OffwakeBpf::load(opts);
+  ASSERT_FALSE(bpf.ok()) << what;
+  EXPECT_EQ(bpf.error().kind(), ErrorKind::kUsage)
+      << what << ": " << error_kind_name(bpf.error().kind()) << ": " << bpf.error().message();
+}
+
 TEST(OffwakeBpf, BadOptionsAreRejectedBeforeLoading) {
   LoaderOptions opts;
   opts.user_threads_only = opts.kernel_threads_only = true;
-  EXPECT_FALSE(OffwakeBpf::load(opts).ok());
+  expect_usage(opts, "user and kernel threads only");
   opts = {};
   opts.state_mask = 0;
-  EXPECT_FALSE(OffwakeBpf::load(opts).ok());
+  expect_usage(opts, "no state");
   opts = {};
   opts.stack_map_entries = 0;
-  EXPECT_FALSE(OffwakeBpf::load(opts).ok());
+  expect_usage(opts, "no stack map entries");
+  opts = {};
+  opts.cgroup_path = "/sys/fs/cgroup/no-such-offwake-cgroup";
+  expect_usage(opts, "a cgroup that does not exist");
 }
 
 TEST(OffwakeBpf, WithoutPrivilegesTheErrorSaysWhy) {
@@ -287,7 +299,9 @@ TEST(OffwakeBpf, WithoutPrivilegesTheErrorSaysWhy) {
     close(p[0]);
     if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
     auto bpf = OffwakeBpf::load({});
-    std::string msg = bpf.ok() ? "loaded" : bpf.error().message();
+    // The kind, a tab, the message.
+    std::string msg =
+        bpf.ok() ? "loaded\t" : std::string(error_kind_name(bpf.error().kind())) + "\t" + bpf.error().message();
     if (write(p[1], msg.data(), msg.size()) < 0) _exit(3);
     _exit(0);
   }
@@ -300,6 +314,11 @@ TEST(OffwakeBpf, WithoutPrivilegesTheErrorSaysWhy) {
   int status;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const size_t tab = msg.find('\t');
+  ASSERT_NE(tab, std::string::npos) << msg;
+  // The machine's limit for this user: what lets perf offwake record fall back to the tracepoints.
+  EXPECT_EQ(msg.substr(0, tab), error_kind_name(ErrorKind::kUnavailable)) << msg;
+  msg = msg.substr(tab + 1);
   EXPECT_NE(msg.find("needs root"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
 }
