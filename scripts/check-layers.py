@@ -25,6 +25,7 @@ ALLOWED = {
     "perfdata": {"util", "callchain"},
     "synth": BASE,
     "symbolize": BASE | {"synth"},
+    "unwind": BASE | {"synth"},
     "blocks": BASE,
     "samples": BASE | {"blocks", "synth"},
     "sched": BASE | {"blocks", "synth"},

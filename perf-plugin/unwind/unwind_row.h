@@ -1,0 +1,125 @@
+/* One row of an unwind table: how to go from a frame at `pc` to its caller on x86-64.
+ * C, fixed-width types only, so that the BPF user walker (issue 23 item 2) can compile the
+ * same decoder and the same search as the C++ code that builds and checks the tables; the
+ * header moves into offwake_abi (bpf-progs/) with the walker.
+ *
+ * A table is an array of rows sorted by pc; a row holds from its pc up to the next row's.
+ * 8 bytes a row, so that a 4 KiB page holds 512 rows and Debian 12's libc (28k rows) 221 KiB:
+ *
+ *   __u32 pc    offset of the row's first address from the table's base address (the ELF
+ *               virtual address of its first executable byte), so that one table serves
+ *               every process that maps the file, whatever its load bias
+ *   __u32 rule  bits 0-3   kind (OFFWAKE_UNWIND_*)
+ *               bits 4-11  where the caller's rbp was saved: signed, in 8-byte units, from
+ *                          the CFA; 0 means rbp is unchanged (nothing is ever saved at the
+ *                          CFA itself: that is the caller's own stack)
+ *               bits 12-31 CFA offset in bytes from rsp or rbp (unsigned, < 1 MiB)
+ *
+ * The return address is always at CFA - 8 for CFA_RSP, CFA_RBP and PLT: a rule whose return
+ * address is elsewhere is UNSUPPORTED. The caller's rsp is the CFA. */
+#ifndef OFFWAKE_UNWIND_ROW_H
+#define OFFWAKE_UNWIND_ROW_H
+
+#include <linux/types.h>
+
+#define OFFWAKE_UNWIND_INLINE static inline __attribute__((__always_inline__))
+
+/* Kinds a walker can follow, then kinds that end the walk (each counted on its own). Zero is
+ * "no information", so that a row a walker finds zeroed never sends it anywhere. */
+enum offwake_unwind_kind {
+	OFFWAKE_UNWIND_NONE = 0,        /* no FDE covers this address (between functions) */
+	OFFWAKE_UNWIND_CFA_RSP = 1,     /* CFA = rsp + offset */
+	OFFWAKE_UNWIND_CFA_RBP = 2,     /* CFA = rbp + offset (code with a frame pointer) */
+	/* PLT entries: CFA = rsp + 8 + ((pc & 15) >= offset ? 8 : 0). The one DWARF expression
+	 * that binutils writes for every lazy PLT (offset 11; 10 with IBT's endbr64), worth a kind
+	 * because every call into a shared library passes through one. rbp is unchanged. */
+	OFFWAKE_UNWIND_PLT = 3,
+	OFFWAKE_UNWIND_END_OF_STACK = 4, /* return address undefined: _start, a thread's start */
+	OFFWAKE_UNWIND_SIGNAL = 5,      /* signal trampoline (CIE 'S'): the caller is in a ucontext */
+	OFFWAKE_UNWIND_EXPRESSION = 6,  /* CFA, rbp or return address by another DWARF expression */
+	/* Anything else: CFA from a register other than rsp and rbp, rbp saved in a register,
+	 * return address not at CFA - 8, offsets that do not fit the fields. */
+	OFFWAKE_UNWIND_UNSUPPORTED = 7,
+	OFFWAKE_UNWIND_KINDS = 8,
+};
+
+#define OFFWAKE_UNWIND_KIND_BITS 4
+#define OFFWAKE_UNWIND_RBP_BITS 8
+#define OFFWAKE_UNWIND_CFA_BITS 20
+#define OFFWAKE_UNWIND_CFA_MAX ((1u << OFFWAKE_UNWIND_CFA_BITS) - 1)
+#define OFFWAKE_UNWIND_RBP_MIN (-(1 << (OFFWAKE_UNWIND_RBP_BITS - 1)) * 8)
+#define OFFWAKE_UNWIND_RBP_MAX (((1 << (OFFWAKE_UNWIND_RBP_BITS - 1)) - 1) * 8)
+/* A binary search over at most 2^32 rows ends within 32 halvings: the bound of the loop. */
+#define OFFWAKE_UNWIND_SEARCH_STEPS 32
+
+struct offwake_unwind_row {
+	__u32 pc;
+	__u32 rule;
+};
+
+/* `rbp_offset` in bytes from the CFA, a multiple of 8 within OFFWAKE_UNWIND_RBP_MIN..MAX, or 0
+ * for unchanged; `cfa_offset` at most OFFWAKE_UNWIND_CFA_MAX. The builder checks both. */
+OFFWAKE_UNWIND_INLINE __u32 offwake_unwind_pack(__u32 kind, __u32 cfa_offset, __s32 rbp_offset)
+{
+	__u32 rbp = (__u32)(rbp_offset / 8) & ((1u << OFFWAKE_UNWIND_RBP_BITS) - 1);
+
+	return (kind & ((1u << OFFWAKE_UNWIND_KIND_BITS) - 1)) | rbp << OFFWAKE_UNWIND_KIND_BITS |
+	       cfa_offset << (OFFWAKE_UNWIND_KIND_BITS + OFFWAKE_UNWIND_RBP_BITS);
+}
+
+OFFWAKE_UNWIND_INLINE __u32 offwake_unwind_kind(__u32 rule)
+{
+	return rule & ((1u << OFFWAKE_UNWIND_KIND_BITS) - 1);
+}
+
+OFFWAKE_UNWIND_INLINE __u32 offwake_unwind_cfa_offset(__u32 rule)
+{
+	return rule >> (OFFWAKE_UNWIND_KIND_BITS + OFFWAKE_UNWIND_RBP_BITS);
+}
+
+/* Bytes from the CFA to where rbp was saved (negative in practice), or 0: unchanged. */
+OFFWAKE_UNWIND_INLINE __s32 offwake_unwind_rbp_offset(__u32 rule)
+{
+	__s8 units = (__s8)((rule >> OFFWAKE_UNWIND_KIND_BITS) & ((1u << OFFWAKE_UNWIND_RBP_BITS) - 1));
+
+	return (__s32)units * 8;
+}
+
+/* The index of the row that holds `pc` (an offset from the table's base): the last row whose
+ * pc is at or below it, or -1 if `pc` comes before the first row. A fixed number of halvings,
+ * whatever `n`, so that the verifier sees a bounded loop; the BPF walker reads rows[mid] from
+ * a map instead of an array. */
+OFFWAKE_UNWIND_INLINE long offwake_unwind_search(const struct offwake_unwind_row *rows, __u32 n,
+						 __u32 pc)
+{
+	__u32 lo = 0, hi = n; /* the answer is in [lo, hi) once shifted down by one */
+	int i;
+
+	for (i = 0; i < OFFWAKE_UNWIND_SEARCH_STEPS && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].pc <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+/* The CFA of a frame under rule `rule` (CFA_RSP, CFA_RBP or PLT), from its rsp, rbp and pc;
+ * 0 for a kind that gives none. */
+OFFWAKE_UNWIND_INLINE __u64 offwake_unwind_cfa(__u32 rule, __u64 rsp, __u64 rbp, __u64 pc)
+{
+	switch (offwake_unwind_kind(rule)) {
+	case OFFWAKE_UNWIND_CFA_RSP:
+		return rsp + offwake_unwind_cfa_offset(rule);
+	case OFFWAKE_UNWIND_CFA_RBP:
+		return rbp + offwake_unwind_cfa_offset(rule);
+	case OFFWAKE_UNWIND_PLT:
+		return rsp + 8 + ((pc & 15) >= offwake_unwind_cfa_offset(rule) ? 8 : 0);
+	default:
+		return 0;
+	}
+}
+
+#endif /* OFFWAKE_UNWIND_ROW_H */
