@@ -63,19 +63,31 @@ OFFWAKE_RULE __u64 offwake_late_block_end(int own, __u64 wake_ts, __u64 block_ts
 	return wake_ts > block_ts ? wake_ts : block_ts;
 }
 
+/* The comms of the pseudo-threads of wakers that are interrupt context rather than a thread:
+ * the BPF programs and the tracepoint back end write them into the key, the perf.data writer
+ * names the pseudo-threads with them. At most OFFWAKE_COMM_LEN - 1 characters. */
+#define OFFWAKE_HARDIRQ_COMM "[hardirq]"
+#define OFFWAKE_SOFTIRQ_COMM "[softirq]"
+#define OFFWAKE_NMI_COMM "[nmi]"
+
+/* Padded past OFFWAKE_COMM_LEN, so that copying a whole comm from it reads only the literal:
+ * the compiler makes that copy a few constant stores. */
+#define OFFWAKE_PADDED_COMM(name) name "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"
+
 /* The comm of a waker that is interrupt context `irq` (OFFWAKE_WAKER_HARDIRQ, _SOFTIRQ or
- * _NMI) rather than a thread: "[hardirq]", "[softirq]" or "[nmi]", zero-padded to
- * OFFWAKE_COMM_LEN bytes. */
+ * _NMI): OFFWAKE_HARDIRQ_COMM, _SOFTIRQ_COMM or _NMI_COMM, zero-padded to OFFWAKE_COMM_LEN
+ * bytes. */
 OFFWAKE_RULE void offwake_irq_waker_comm(__u32 irq, char comm[OFFWAKE_COMM_LEN])
 {
 	if (irq == OFFWAKE_WAKER_HARDIRQ)
-		__builtin_memcpy(comm, "[hardirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
+		__builtin_memcpy(comm, OFFWAKE_PADDED_COMM(OFFWAKE_HARDIRQ_COMM), OFFWAKE_COMM_LEN);
 	else if (irq == OFFWAKE_WAKER_SOFTIRQ)
-		__builtin_memcpy(comm, "[softirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
+		__builtin_memcpy(comm, OFFWAKE_PADDED_COMM(OFFWAKE_SOFTIRQ_COMM), OFFWAKE_COMM_LEN);
 	else
-		__builtin_memcpy(comm, "[nmi]\0\0\0\0\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
+		__builtin_memcpy(comm, OFFWAKE_PADDED_COMM(OFFWAKE_NMI_COMM), OFFWAKE_COMM_LEN);
 }
 
+#undef OFFWAKE_PADDED_COMM
 #undef OFFWAKE_RULE
 
 #endif /* OFFWAKE_BLOCK_RULES_H */
