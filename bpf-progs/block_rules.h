@@ -33,19 +33,61 @@ OFFWAKE_RULE int offwake_duration_kept(__u64 delta_ns, __u64 min_ns, __u64 max_n
 	return delta_ns >= min_ns && !(max_ns && delta_ns > max_ns);
 }
 
+/* Whether the recorded wakeup (`woken`: one is recorded, at `wake_ts`; `on_cpu`: it came while
+ * the task was still on a CPU, on its way into the scheduler) ended the open block that
+ * started at `block_ts`. `ran_since`: the task has been seen running with that block still
+ * open, its switch-in not traced (a late end); else the block is ended by its switch-in or by
+ * the stop, with the task off the CPU all along.
+ *
+ * A wakeup while the task was asleep is this block's if it came during it; an older one is
+ * left over. A wakeup on the way in is the block's whose switch-out followed it: its time is
+ * no guide while the task has not run since, because the waker's clock races that switch-out
+ * (it reads on_cpu, then the time). Once the task has run again, one after the block started
+ * came on the way into the next block, and one before it still belongs to this block. */
+OFFWAKE_RULE int offwake_wakeup_of_block(int woken, int on_cpu, __u64 wake_ts, __u64 block_ts, int ran_since)
+{
+	if (!woken)
+		return 0;
+	if (on_cpu)
+		return !ran_since || wake_ts <= block_ts;
+	return wake_ts >= block_ts;
+}
+
+/* When a block whose switch-in was not traced ended, the task seen running at `now`: at its
+ * own wakeup (`own`, offwake_wakeup_of_block) if that came before now, but not before the
+ * block started (a wakeup on the way in: it never slept); else now, an upper bound. */
+OFFWAKE_RULE __u64 offwake_late_block_end(int own, __u64 wake_ts, __u64 block_ts, __u64 now)
+{
+	if (!own || wake_ts > now)
+		return now;
+	return wake_ts > block_ts ? wake_ts : block_ts;
+}
+
+/* The comms of the pseudo-threads of wakers that are interrupt context rather than a thread:
+ * the BPF programs and the tracepoint back end write them into the key, the perf.data writer
+ * names the pseudo-threads with them. At most OFFWAKE_COMM_LEN - 1 characters. */
+#define OFFWAKE_HARDIRQ_COMM "[hardirq]"
+#define OFFWAKE_SOFTIRQ_COMM "[softirq]"
+#define OFFWAKE_NMI_COMM "[nmi]"
+
+/* Padded past OFFWAKE_COMM_LEN, so that copying a whole comm from it reads only the literal:
+ * the compiler makes that copy a few constant stores. */
+#define OFFWAKE_PADDED_COMM(name) name "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"
+
 /* The comm of a waker that is interrupt context `irq` (OFFWAKE_WAKER_HARDIRQ, _SOFTIRQ or
- * _NMI) rather than a thread: "[hardirq]", "[softirq]" or "[nmi]", zero-padded to
- * OFFWAKE_COMM_LEN bytes. */
+ * _NMI): OFFWAKE_HARDIRQ_COMM, _SOFTIRQ_COMM or _NMI_COMM, zero-padded to OFFWAKE_COMM_LEN
+ * bytes. */
 OFFWAKE_RULE void offwake_irq_waker_comm(__u32 irq, char comm[OFFWAKE_COMM_LEN])
 {
 	if (irq == OFFWAKE_WAKER_HARDIRQ)
-		__builtin_memcpy(comm, "[hardirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
+		__builtin_memcpy(comm, OFFWAKE_PADDED_COMM(OFFWAKE_HARDIRQ_COMM), OFFWAKE_COMM_LEN);
 	else if (irq == OFFWAKE_WAKER_SOFTIRQ)
-		__builtin_memcpy(comm, "[softirq]\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
+		__builtin_memcpy(comm, OFFWAKE_PADDED_COMM(OFFWAKE_SOFTIRQ_COMM), OFFWAKE_COMM_LEN);
 	else
-		__builtin_memcpy(comm, "[nmi]\0\0\0\0\0\0\0\0\0\0", OFFWAKE_COMM_LEN);
+		__builtin_memcpy(comm, OFFWAKE_PADDED_COMM(OFFWAKE_NMI_COMM), OFFWAKE_COMM_LEN);
 }
 
+#undef OFFWAKE_PADDED_COMM
 #undef OFFWAKE_RULE
 
 #endif /* OFFWAKE_BLOCK_RULES_H */

@@ -5,6 +5,7 @@
 #ifndef OFFWAKE_BLOCKS_BPF_H
 #define OFFWAKE_BLOCKS_BPF_H
 
+#include "block_rules.h"
 #include "deferred_user.bpf.h"
 
 static __always_inline void clear_waker(struct offwake_task_block *b)
@@ -12,11 +13,12 @@ static __always_inline void clear_waker(struct offwake_task_block *b)
 	b->flags &= ~(TB_WAKER | TB_WAKE_ON_CPU);
 }
 
-/* Whether b's recorded wakeup ended the open block: it came during the block, or while the
- * task was on its way into the scheduler to start it. */
-static __always_inline int waker_of_block(struct offwake_task_block *b)
+/* Whether b's recorded wakeup ended its open block (block_rules.h); `ran_since`: the task ran
+ * again with the block open (a late end). */
+static __always_inline int waker_of_block(const struct offwake_task_block *b, int ran_since)
 {
-	return (b->flags & TB_WAKER) && ((b->flags & TB_WAKE_ON_CPU) || b->wake_ts >= b->block_ts);
+	return offwake_wakeup_of_block(b->flags & TB_WAKER, b->flags & TB_WAKE_ON_CPU, b->wake_ts, b->block_ts,
+				       ran_since);
 }
 
 /* How an open block ended, for finish_block(). */
@@ -133,13 +135,12 @@ static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delt
 static __always_inline void end_missed_block(struct task_struct *cur, struct offwake_task_block *b, __u64 now,
 					     struct offwake_counters *c)
 {
-	struct block_end e = { .at = now, .kern_stack_id = b->kern_stack_id };
-	/* A wakeup that came while the task was on a CPU again belongs to the block its
-	 * switch-out is starting now, not to this one: it stays for that block. */
-	int own = (b->flags & TB_WAKER) && !(b->flags & TB_WAKE_ON_CPU) && b->wake_ts >= b->block_ts;
+	struct block_end e = { .kern_stack_id = b->kern_stack_id };
+	/* A wakeup that is not this block's stays: it came on the way into the block that the
+	 * switch-out starting now begins. */
+	int own = waker_of_block(b, 1);
 
-	if (own && b->wake_ts <= now)
-		e.at = b->wake_ts;
+	e.at = offwake_late_block_end(own, b->wake_ts, b->block_ts, now);
 	COUNT(c, late_ends);
 	if (filtered_out(b, e.at - b->block_ts, c))
 		return;

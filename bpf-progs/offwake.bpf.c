@@ -133,7 +133,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	if (filtered_out(b, e.at - b->block_ts, c))
 		return;
 	e.kern_stack_id = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(next, scratch_slot(SLOT_SWITCH), c);
-	e.no_waker = waker_of_block(b) ? 0 : OFFWAKE_WAKER_NONE;
+	e.no_waker = waker_of_block(b, 0) ? 0 : OFFWAKE_WAKER_NONE;
 	finish_block(next, b, &e, c);
 	clear_waker(b); /* used up by this switch-in */
 }
@@ -384,7 +384,7 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 	}
 	e.at = stop_ns;
 	e.kern_stack_id = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(task, scratch_slot(SLOT_OTHER), c);
-	e.no_waker = waker_of_block(b) ? 0 : OFFWAKE_WAKER_STILL_BLOCKED;
+	e.no_waker = waker_of_block(b, 0) ? 0 : OFFWAKE_WAKER_STILL_BLOCKED;
 	finish_block(task, b, &e, c);
 	clear_waker(b);
 	return 0;

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "block_rules.h"
+
 namespace offwake {
 
 // Wakers that are not a thread get a thread of their own in perf.data, far above pid_max, with
@@ -11,9 +13,12 @@ struct PseudoWaker {
   uint32_t tid;
   const char* comm;
 };
-constexpr PseudoWaker kHardirqWaker{0x7ffffff0, "[hardirq]"};
-constexpr PseudoWaker kSoftirqWaker{0x7ffffff1, "[softirq]"};
-constexpr PseudoWaker kNmiWaker{0x7ffffff2, "[nmi]"};
+// The interrupt contexts' names are the ones the back ends put in the key (block_rules.h).
+constexpr PseudoWaker kHardirqWaker{0x7ffffff0, OFFWAKE_HARDIRQ_COMM};
+constexpr PseudoWaker kSoftirqWaker{0x7ffffff1, OFFWAKE_SOFTIRQ_COMM};
+constexpr PseudoWaker kNmiWaker{0x7ffffff2, OFFWAKE_NMI_COMM};
+static_assert(sizeof OFFWAKE_HARDIRQ_COMM <= OFFWAKE_COMM_LEN && sizeof OFFWAKE_SOFTIRQ_COMM <= OFFWAKE_COMM_LEN &&
+              sizeof OFFWAKE_NMI_COMM <= OFFWAKE_COMM_LEN);
 constexpr PseudoWaker kUnknownWaker{0x7ffffff3, "[no waker seen]"};
 constexpr PseudoWaker kStillBlocked{0x7ffffff4, "[still blocked]"};
 // 0x7ffffff5 was "[woken early]": a block woken before --min-block has its waker named now

@@ -61,14 +61,18 @@ Result<Callchain> Callchain::from_perf_ips(std::span<const uint64_t> ips) {
 
 Callchain Callchain::from_stacks(std::span<const uint64_t> kernel, std::span<const uint64_t> user) {
   Callchain chain;
-  for (uint64_t ip : kernel) {
-    if (ip == 0 || ip >= PERF_CONTEXT_MAX) break;
-    chain.frames_.push_back({ip, FrameContext::kKernel});
-  }
-  for (uint64_t ip : user) {
-    if (ip == 0 || ip >= PERF_CONTEXT_MAX) break;
-    chain.frames_.push_back({ip, FrameContext::kUser});
-  }
+  auto add_half = [&chain](std::span<const uint64_t> half, FrameContext context) {
+    for (uint64_t ip : half) {
+      if (ip == 0) return;  // the stack map's padding: the walk ended there
+      if (ip >= PERF_CONTEXT_MAX) {
+        chain.cut_ = true;
+        return;
+      }
+      chain.frames_.push_back({ip, context});
+    }
+  };
+  add_half(kernel, FrameContext::kKernel);
+  add_half(user, FrameContext::kUser);
   return chain;
 }
 

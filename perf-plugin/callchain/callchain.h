@@ -33,7 +33,8 @@ class Callchain {
   // From the two halves a BPF stack map returns, each leaf first; zero entries end a half, and
   // so does an entry perf would take for a context marker (>= PERF_CONTEXT_MAX): a user walk
   // that left the frame chain (the kernel's bpf_get_stackid stores what it reads) gives such
-  // values, and perf drops a callchain that holds one. The frames before it are kept.
+  // values, and perf drops a callchain that holds one. The frames before it are kept, and the
+  // chain says it was cut (cut()), as from_perf_ips() does for the same walk.
   static Callchain from_stacks(std::span<const uint64_t> kernel, std::span<const uint64_t> user);
 
   void push(uint64_t ip, FrameContext context) { frames_.push_back({ip, context}); }
@@ -58,7 +59,10 @@ class Callchain {
   // PERF_RECORD_MISC_KERNEL or _USER (or _HYPERVISOR...) for the leaf frame; USER if empty.
   uint16_t leaf_cpumode() const;
 
-  // from_perf_ips() met an entry that is no context marker, and left out the frames after it.
+  // A walk went astray: from_perf_ips() met an entry that is no context marker, or
+  // from_stacks() one in the markers' range, and the frames after it were left out. Not
+  // written to perf.data, which has no place for it: to_perf_ips() of a cut chain reads back
+  // as one that is not.
   bool cut() const { return cut_; }
 
   bool operator==(const Callchain&) const = default;

@@ -1,8 +1,9 @@
 #include "report/profile.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
+#include <optional>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 
@@ -86,21 +87,20 @@ class ProfileBuilder : public SampleVisitor {
     if (!waker) ++profile_.unpaired;
     if (group.cut_short()) ++profile_.chains_cut_short;
     if (!wanted(blocked)) return ok_status();
-    OffwakeRaw raw;
-    const bool has_raw = blocked.raw.size() >= sizeof raw;
-    if (has_raw) std::memcpy(&raw, blocked.raw.data(), sizeof raw);
+    const std::optional<DecodedRaw> raw = decode_offwake_raw(blocked.raw);
+    const bool has_raw = raw.has_value();
     PartsKey key{Kind::kOffCpu, thread_id(blocked), frames_id(blocked), 0, 0,
-                 has_raw ? offwake_state_letters(raw.state) : "", ""};
+                 has_raw ? offwake_state_letters(raw->head.state) : "", ""};
     if (waker && !filters_.no_waker) {
       key.waker = thread_id(*waker);
       key.waker_frames = frames_id(*waker);
-      key.context = has_raw ? offwake_waker_context(raw.waker_flags) : "thread";
-      key.chain = chain_id(blocked, group);
+      key.context = has_raw ? offwake_waker_context(raw->head.waker_flags) : "thread";
+      key.chain = chain_id(raw ? std::span<const OffwakeRawHop>(raw->hops) : std::span<const OffwakeRawHop>(), group);
       if (group.cut_short()) key.chain_end = kChainCutShort;
       else if (group.chain_end) key.chain_end = offwake_chain_end_name(group.chain_end);
     }
-    const uint64_t count = has_raw && raw.count ? raw.count : 1;
-    add(key, blocked.period, count, has_raw && raw.max_ns ? raw.max_ns : blocked.period);
+    const uint64_t count = has_raw && raw->head.count ? raw->head.count : 1;
+    add(key, blocked.period, count, has_raw && raw->head.max_ns ? raw->head.max_ns : blocked.period);
     profile_.off_cpu_ns += blocked.period;
     profile_.blocks += count;
     return ok_status();
@@ -203,17 +203,15 @@ class ProfileBuilder : public SampleVisitor {
   }
 
   // Hops 2.. of the group, interned; 0 without any. A hop's state and its waker's context come
-  // from the blocked sample's raw data (one OffwakeRawHop per hop after OffwakeRaw).
-  uint32_t chain_id(const SampleRecord& blocked, const OffwakeGroup& group) {
+  // from the blocked sample's raw data (`raw_hops`, in hop order).
+  uint32_t chain_id(std::span<const OffwakeRawHop> raw_hops, const OffwakeGroup& group) {
     if (group.hops.empty()) return 0;
     std::vector<HopKey> hops;
     hops.reserve(group.hops.size());
     for (size_t i = 0; i < group.hops.size(); ++i) {
       const OffwakeHop& h = group.hops[i];
-      OffwakeRawHop rh;
-      const size_t at = sizeof(OffwakeRaw) + i * sizeof rh;
-      const bool known = blocked.raw.size() >= at + sizeof rh;
-      if (known) std::memcpy(&rh, blocked.raw.data() + at, sizeof rh);
+      const bool known = i < raw_hops.size();
+      const OffwakeRawHop rh = known ? raw_hops[i] : OffwakeRawHop{};
       HopKey k{thread_id(*h.blocked), frames_id(*h.blocked), 0, 0, known ? offwake_state_letters(rh.state) : "", ""};
       if (h.waker) {
         k.waker = thread_id(*h.waker);

@@ -1,7 +1,6 @@
 #include "report/sample_stream.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "perfdata/format.h"
 #include "perfdata/time_order.h"
@@ -100,11 +99,9 @@ Status SampleStream::handle(const Record& r, SampleVisitor& visitor) {
     p.event = e;
     p.blocked = *s;
     // The hops announced; without our raw data (a recording by something else) the waker only.
-    if (s->raw.size() >= sizeof(OffwakeRaw)) {
-      OffwakeRaw raw;
-      std::memcpy(&raw, s->raw.data(), sizeof raw);
-      p.expected_hops = chain_hops(raw.chain);
-      p.chain_end = chain_end(raw.chain);
+    if (auto raw = decode_offwake_raw(s->raw)) {
+      p.expected_hops = chain_hops(raw->head.chain);
+      p.chain_end = chain_end(raw->head.chain);
     }
     pending_ = std::move(p);
     return ok_status();

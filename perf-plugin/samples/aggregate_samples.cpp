@@ -71,8 +71,10 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const Aggregate& a
   raw.waker_flags = k.waker_flags;
   const uint32_t hops = ids_.hop_blocked ? std::min<uint32_t>(k.chain.hops, OFFWAKE_MAX_CHAIN_DEPTH - 1) : 0;
   if (ids_.hop_blocked) raw.chain = make_chain(hops, k.chain.end);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(&raw);
-  out[0].raw.assign(bytes, bytes + sizeof raw);
+  std::vector<OffwakeRawHop> raw_hops;
+  raw_hops.reserve(hops);
+  for (uint32_t i = 0; i < hops; ++i) raw_hops.push_back({k.chain.hop[i].state, k.chain.hop[i].waker_flags});
+  out[0].raw = encode_offwake_raw(raw, raw_hops);
 
   out.push_back(waker_sample(ids_.waker, k.waker_flags, k.waker_tgid, k.waker_tid, time, period,
                              waker_stacks(k)));
@@ -80,9 +82,6 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const Aggregate& a
   uint32_t tgid = k.waker_tgid, tid = k.waker_tid;
   for (uint32_t i = 0; i < hops; ++i) {
     const offwake_hop& h = k.chain.hop[i];
-    OffwakeRawHop rh{h.state, h.waker_flags};
-    const auto* hb = reinterpret_cast<const uint8_t*>(&rh);
-    out[0].raw.insert(out[0].raw.end(), hb, hb + sizeof rh);
     out.push_back(sample(ids_.hop_blocked, tgid, tid, time, period, {h.kern_stack_id, h.user_stack_id}));
     out.push_back(waker_sample(ids_.hop_waker, h.waker_flags, h.waker_tgid, h.waker_tid, time, period,
                                {h.waker_kern_stack_id, h.waker_user_stack_id}));

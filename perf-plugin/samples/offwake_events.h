@@ -9,41 +9,19 @@
 //                        wakeup, kernel+user callchain
 //   offwake-hop-waker    who woke that block (pid/tid, a pseudo-thread for an interrupt or an
 //                        unknown waker as for offwake-waker): its callchain at the wakeup
-// The offwake-time sample's raw data says how many hop pairs follow and why the chain ends.
+// The offwake-time sample's raw data (samples/offwake_raw.h) says how many hop pairs follow
+// and why the chain ends.
 // All are software BPF_OUTPUT events, as perf's own off-CPU samples are.
 #pragma once
 
 #include <vector>
 
 #include "perfdata/records.h"
+#include "samples/offwake_raw.h"
 
 namespace offwake {
 
 constexpr const char* kOffwakeTimeEvent = "offwake-time";
-
-// The PERF_SAMPLE_RAW payload of an offwake-time sample: what the aggregate knows beyond the
-// period. perf script prints it as "BPF output"; our readers decode it.
-struct OffwakeRaw {
-  uint32_t version = 1;
-  uint32_t state = 0;        // task state at switch-out (S = 0x1, D = 0x2, plus modifiers)
-  uint64_t count = 0;        // blocks summed in this sample
-  uint64_t max_ns = 0;       // the longest of them
-  uint32_t waker_flags = 0;  // OFFWAKE_WAKER_* (hardirq, softirq, nmi, none, kthread)
-  // --chain-depth > 1: bits 0-7 the hops after the first that follow (each an
-  // offwake-hop-blocked and an offwake-hop-waker sample), bits 8-15 OFFWAKE_CHAIN_END_*. 0
-  // without a chain (depth 1), so that such a recording is what it always was.
-  uint32_t chain = 0;
-};
-static_assert(sizeof(OffwakeRaw) == 32);
-// After OffwakeRaw, one of these per further hop, in hop order (hop 2 first).
-struct OffwakeRawHop {
-  uint32_t state = 0;        // of the hop's block
-  uint32_t waker_flags = 0;  // of the hop's waker
-};
-static_assert(sizeof(OffwakeRawHop) == 8);
-inline uint32_t chain_hops(uint32_t chain) { return chain & 0xff; }
-inline uint32_t chain_end(uint32_t chain) { return (chain >> 8) & 0xff; }
-inline uint32_t make_chain(uint32_t hops, uint32_t end) { return (hops & 0xff) | (end & 0xff) << 8; }
 
 constexpr const char* kOffwakeWakerEvent = "offwake-waker";
 constexpr const char* kOffwakeHopBlockedEvent = "offwake-hop-blocked";

@@ -127,8 +127,14 @@ void BlockPairer::switch_out(const SchedEvent& e) {
 // if there was one, else `now` (an upper bound); its stacks were taken at its switch-out.
 void BlockPairer::end_late(uint32_t tid, Thread& t, uint64_t now, uint32_t cpu) {
   ++counters_.late_ends;
-  const bool own = t.woken && !t.wake_on_cpu && t.wake_ts >= t.block_ts;
-  end_block(tid, t, own && t.wake_ts <= now ? t.wake_ts : now, cpu, own, OFFWAKE_WAKER_NONE);
+  const bool own = owns_wakeup(t, true);
+  end_block(tid, t, offwake_late_block_end(own, t.wake_ts, t.block_ts, now), cpu, own, OFFWAKE_WAKER_NONE);
+  // Used up; a wakeup that is not this block's stays for the block starting now.
+  if (own) t.woken = t.wake_on_cpu = false;
+}
+
+bool BlockPairer::owns_wakeup(const Thread& t, bool ran_since) {
+  return offwake_wakeup_of_block(t.woken, t.wake_on_cpu, t.wake_ts, t.block_ts, ran_since);
 }
 
 void BlockPairer::switch_in(const SchedEvent& e) {
@@ -139,7 +145,7 @@ void BlockPairer::switch_in(const SchedEvent& e) {
     t.woken = t.wake_on_cpu = false;  // a wakeup of a block not seen to start is used up
     return;
   }
-  const bool own = t.woken && (t.wake_on_cpu || t.wake_ts >= t.block_ts);
+  const bool own = owns_wakeup(t, false);
   end_block(e.next_tid, t, std::max(e.time, t.block_ts), e.cpu, own, OFFWAKE_WAKER_NONE);
   t.woken = t.wake_on_cpu = false;
 }
@@ -255,7 +261,7 @@ void BlockPairer::finish(uint64_t stop) {
       continue;
     }
     ++counters_.still_blocked;
-    const bool own = t.woken && (t.wake_on_cpu || t.wake_ts >= t.block_ts);
+    const bool own = owns_wakeup(t, false);
     end_block(tid, t, stop, 0, own, OFFWAKE_WAKER_STILL_BLOCKED);
   }
 }

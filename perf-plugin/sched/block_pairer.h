@@ -100,6 +100,9 @@ class BlockPairer : public StackTraceSource {
   void switch_out(const SchedEvent& e);
   void switch_in(const SchedEvent& e);
   void waking(const SchedEvent& e);
+  // Whether t's recorded wakeup ended its open block (block_rules.h); `ran_since`: t ran
+  // again with the block open.
+  static bool owns_wakeup(const Thread& t, bool ran_since);
   // t runs (seen at `now` on `cpu`) with its block still open: its switch-in was not traced.
   void end_late(uint32_t tid, Thread& t, uint64_t now, uint32_t cpu);
   // t's open block ended at `end`: kept (aggregated or sent) or filtered, and counted.

@@ -3,7 +3,6 @@
 
 #include "script/sample_dict.h"
 
-#include <cstring>
 
 #include "offwake.h"
 #include "samples/offwake_events.h"
@@ -98,25 +97,20 @@ void SampleDicts::add_thread(PyObject* d, const perfdata::SampleRecord& s) {
   set(d, "callchain", callchain(s.pid, s.callchain).release());
 }
 
-PyRef SampleDicts::chain(const perfdata::SampleRecord& blocked, const report::OffwakeGroup& group, const char* end) {
+PyRef SampleDicts::chain(const DecodedRaw& raw, const report::OffwakeGroup& group, const char* end) {
   PyRef list(PyList_New(0));
   if (!group.waker) return list;
-  OffwakeRaw raw;
-  std::memcpy(&raw, blocked.raw.data(), sizeof raw);
   const size_t hops = 1 + group.hops.size();
   for (size_t k = 1; k <= hops; ++k) {
     PyRef hop(PyDict_New());
     set(hop.get(), "hop", u64(k));
     const perfdata::SampleRecord* waker = group.waker;
-    uint32_t waker_flags = raw.waker_flags;
+    uint32_t waker_flags = raw.head.waker_flags;
     if (k > 1) {
       const report::OffwakeHop& h = group.hops[k - 2];
       waker = h.waker;
-      // One OffwakeRawHop per further hop after OffwakeRaw; perf may have padded the end.
-      OffwakeRawHop rh;
-      const size_t at = sizeof raw + (k - 2) * sizeof rh;
-      const bool known = blocked.raw.size() >= at + sizeof rh;
-      if (known) std::memcpy(&rh, blocked.raw.data() + at, sizeof rh);
+      const bool known = k - 2 < raw.hops.size();
+      const OffwakeRawHop rh = known ? raw.hops[k - 2] : OffwakeRawHop{};
       waker_flags = known ? rh.waker_flags : 0;
       PyObject* b = PyDict_New();
       add_thread(b, *h.blocked);
@@ -135,18 +129,16 @@ PyRef SampleDicts::chain(const perfdata::SampleRecord& blocked, const report::Of
 }
 
 Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& blocked, const report::OffwakeGroup& group) {
-  if (blocked.raw.size() >= sizeof(OffwakeRaw)) {
-    OffwakeRaw raw;
-    std::memcpy(&raw, blocked.raw.data(), sizeof raw);
-    set(d, "state", PyUnicode_FromString(offwake_state_letters(raw.state)));
-    set(d, "count", u64(raw.count));
-    set(d, "max_ns", u64(raw.max_ns));
+  if (const std::optional<DecodedRaw> raw = decode_offwake_raw(blocked.raw)) {
+    set(d, "state", PyUnicode_FromString(offwake_state_letters(raw->head.state)));
+    set(d, "count", u64(raw->head.count));
+    set(d, "max_ns", u64(raw->head.max_ns));
     if (const perfdata::SampleRecord* waker = group.waker) {
       PyObject* w = PyDict_New();
       set(w, "comm", str(sym_.thread_name(waker->tid)));
       set(w, "pid", u64(waker->pid));
       set(w, "tid", u64(waker->tid));
-      set(w, "context", PyUnicode_FromString(offwake_waker_context(raw.waker_flags)));
+      set(w, "context", PyUnicode_FromString(offwake_waker_context(raw->head.waker_flags)));
       set(w, "callchain", callchain(waker->pid, waker->callchain).release());
       set(d, "waker", w);
     }
@@ -162,7 +154,7 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
         }
         set(d, "chain_missing", u64(group.expected_hops + 1 - whole));
       }
-      set(d, "chain", chain(blocked, group, end).release());
+      set(d, "chain", chain(*raw, group, end).release());
     }
   }
   if (PyErr_Occurred()) {

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "perfdata/records.h"
+#include "samples/offwake_raw.h"
 #include "report/sample_stream.h"
 #include "script/python_host.h"
 #include "symbolize/symbolizer.h"
@@ -36,8 +37,8 @@ class SampleDicts {
 
  private:
   PyRef callchain(uint32_t pid, const Callchain& chain);
-  // The 'chain' list; `raw` is the offwake-time sample's raw data.
-  PyRef chain(const perfdata::SampleRecord& blocked, const report::OffwakeGroup& group, const char* end);
+  // The 'chain' list; `raw`: the offwake-time sample's raw data, decoded.
+  PyRef chain(const DecodedRaw& raw, const report::OffwakeGroup& group, const char* end);
   // A thread of the chain: 'pid', 'tid', 'comm', 'callchain' of `s`.
   void add_thread(PyObject* d, const perfdata::SampleRecord& s);
 

@@ -303,6 +303,26 @@ TEST(LateEnd, NeverTakesTheWakerOfTheNextBlock) {
   EXPECT_GE(out.counters.missed_wakeups, 1u);
 }
 
+// A wakeup on the way into the open block (the task was still on a CPU, before its
+// switch-out) is that block's, as at a traced switch-in: the late end names it, at the
+// block's start (the task never slept), rather than leaving it to the next block.
+TEST(LateEnd, TakesTheWakeupThatCameOnTheWayIntoTheBlock) {
+  Outcome out;
+  ASSERT_NO_FATAL_FAILURE(run_with_state(
+      [](uint64_t now) {
+        offwake_task_block b = open_block(now - 10'000'000);
+        b.flags = OFFWAKE_TB_WAKER | OFFWAKE_TB_WAKE_ON_CPU;
+        b.wake_ts = now - 11'000'000;
+        return b;
+      },
+      &out));
+  ASSERT_EQ(out.crafted.size(), 1u);
+  const Aggregate& a = out.crafted[0];
+  EXPECT_EQ(a.key.waker_tid, 4242u);
+  EXPECT_EQ(comm_string(a.key.waker_comm), "crafted-waker");
+  EXPECT_EQ(a.value.total_ns, 0u);
+}
+
 // A wakeup older than the open block (left over from before it) is not its waker either.
 TEST(LateEnd, IgnoresAWakeupOlderThanTheBlock) {
   Outcome out;

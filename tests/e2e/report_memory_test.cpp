@@ -9,7 +9,6 @@
 #include <sys/wait.h>
 
 #include <chrono>
-#include <cstring>
 #include <regex>
 #include <sstream>
 
@@ -73,9 +72,7 @@ FileTotals totals(const std::string& data) {
     const perfdata::EventDesc* e = s ? reader->event_for(*s) : nullptr;
     if (!e || e->name != kOffwakeTimeEvent) continue;
     ++t.samples;
-    OffwakeRaw raw;
-    if (s->raw.size() >= sizeof raw) std::memcpy(&raw, s->raw.data(), sizeof raw);
-    t.blocks += raw.count;
+    if (auto raw = decode_offwake_raw(s->raw)) t.blocks += raw->head.count;
     t.ns += s->period;
   }
   return t;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -135,9 +134,9 @@ size_t expect_writer_order(const std::string& data) {
     last->second = std::max(last->second, s->time);
     group = *s;
     due = {kOffwakeWakerEvent};
-    OffwakeRaw raw;
-    if (s->raw.size() >= sizeof raw) std::memcpy(&raw, s->raw.data(), sizeof raw);
-    for (uint32_t hop = 0; s->raw.size() >= sizeof raw && hop < chain_hops(raw.chain); ++hop) {
+    // The hops announced: each is due whether or not its raw entry is there.
+    const auto raw = decode_offwake_raw(s->raw);
+    for (uint32_t hop = 0; raw && hop < chain_hops(raw->head.chain); ++hop) {
       due.push_back(kOffwakeHopBlockedEvent);
       due.push_back(kOffwakeHopWakerEvent);
     }

@@ -72,8 +72,7 @@ std::vector<Record> records_of(const std::vector<Item>& items) {
         if (id == kIds.time) {
           OffwakeRaw raw;
           raw.count = 1;
-          const auto* b = reinterpret_cast<const uint8_t*>(&raw);
-          s.raw.assign(b, b + sizeof raw);
+          s.raw = encode_offwake_raw(raw);
         }
         out.push_back(s);
       }

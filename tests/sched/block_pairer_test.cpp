@@ -207,6 +207,32 @@ TEST(BlockPairer, WakeupBeforeTheSwitchOutBelongsToThatBlock) {
   EXPECT_EQ(p.aggregates()[0].key.waker_tid, 20u);
 }
 
+// Woken on its way into a block (before its switch-out), then run again without a traced
+// switch-in: that wakeup was this block's, which ends late with it at its start (it never
+// slept), and is used up there. The next block, whose switch-out ends it, never takes that
+// waker: it was woken by nobody seen, up to its switch-in.
+TEST(BlockPairer, AWakeupOnTheWayInEndsItsBlockLateAndNoOtherBlock) {
+  std::vector<offwake_event> sent;
+  PairerOptions o = options();
+  o.timeline = [&](const offwake_event& e) { sent.push_back(e); };
+  BlockPairer p(o);
+  p.add(switch_ev(0, 0, 0, 0, 0, 10));  // 10 runs on CPU 0
+  p.add(waking_ev(1 * kMs, 1, 20, 20, 10, 0, chain({3}, {4})));
+  p.add(switch_ev(1 * kMs + 1000, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  // Its switch-in is not seen; it blocks again at 4 ms, and is switched in at 9 ms.
+  p.add(switch_ev(4 * kMs, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(switch_ev(9 * kMs, 0, 0, 0, 0, 10));
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].key.waker_tid, 20u);
+  EXPECT_EQ(sent[0].start_ns, 1 * kMs + 1000);
+  EXPECT_EQ(sent[0].end_ns, 1 * kMs + 1000);
+  EXPECT_EQ(sent[1].key.waker_flags, OFFWAKE_WAKER_NONE);
+  EXPECT_EQ(sent[1].key.waker_tid, 0u);
+  EXPECT_EQ(sent[1].end_ns, 9 * kMs);
+  EXPECT_EQ(p.counters().late_ends, 1u);
+  EXPECT_EQ(p.counters().missed_wakeups, 1u);
+}
+
 // A thread's last block whose switch-in is not traced (the CPU it ran on idled): it exits with
 // the block still open. The block ends there, late, as when the thread is next seen switching
 // out, and is counted; it does not vanish with the thread. The times are a vfork child's:

@@ -3,7 +3,7 @@
 // 87878db, the last one without chains, from the same aggregates (this test, with
 // convert() returning the pair it returned then). One change since, regenerated: an
 // OFFWAKE_WAKER_EARLY aggregate names its waker thread (without stacks), where its waker was
-// the "[woken early]" pseudo thread. Regenerate only with a reason: OFFWAKE_REGENERATE_GOLDEN=1.
+// the "[woken early]" pseudo thread. Regenerate only with a reason (golden/README.md says how).
 #include <linux/perf_event.h>
 
 #include <gtest/gtest.h>
@@ -95,14 +95,14 @@ TEST(AggregateSamplesGolden, DepthOneSamplesAreThoseOfBeforeChains) {
   const perfdata::Bytes produced =
       perfdata::test::write_to_memory(perfdata::Mode::kPipe, offwake_events(ids), records);
   // A difference means depth-1 samples are no longer those of before chains.
-  test::check_golden(OFFWAKE_SOURCE_DIR "/tests/record/golden/depth1_samples.data", produced);
+  test::check_golden(OFFWAKE_SOURCE_DIR "/tests/samples/golden/depth1_samples.data", produced);
 }
 
 // The golden is what perf reads: Debian's perf script shows every sample of it, in pairs,
 // with the periods the aggregates had.
 TEST(AggregateSamplesGolden, PerfReadsTheGolden) {
   auto r = test::run("perf script -F comm,tid,period,event -i " OFFWAKE_SOURCE_DIR
-                     "/tests/record/golden/depth1_samples.data");
+                     "/tests/samples/golden/depth1_samples.data");
   ASSERT_EQ(r.status, 0) << r.err;
   std::istringstream lines(r.out);
   std::string line;
@@ -178,7 +178,7 @@ T le(const std::vector<uint8_t>& b, size_t at) {
 TEST(AggregateSamplesGolden, PerfDecodesEveryFieldOfTheGolden) {
   std::string error;
   const auto got = test::perf_decoded_samples(
-      test::kDebianPerf, OFFWAKE_SOURCE_DIR "/tests/record/golden/depth1_samples.data", &error);
+      test::kDebianPerf, OFFWAKE_SOURCE_DIR "/tests/samples/golden/depth1_samples.data", &error);
   ASSERT_TRUE(error.empty()) << error;
   const auto want = aggregates();
   const StackTable table = stacks();
