@@ -32,7 +32,7 @@
 #include "perfdata/writer.h"
 #include "record/offwake_file.h"
 #include "record/tracepoint_blocks.h"
-#include "samples/aggregate_samples.h"
+#include "samples/block_writer.h"
 #include "samples/offwake_events.h"
 #include "samples/record_stats.h"
 #include "sched/block_pairer.h"
@@ -421,23 +421,14 @@ bool Converter::is_kernel_thread(uint32_t tid) const {
 }
 
 Status Converter::write_samples() {
-  for (const auto& b : reader_->info().build_ids) writer_->add_build_id(b);
-  OFFWAKE_TRY(write_pseudo_waker_comms(*writer_, ids_));
-  AggregateSamples convert(*pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr);
-  for (const auto& a : pairer_->aggregates()) {
-    auto samples = convert.convert(a, last_time_);
-    for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
-    stats_.offwake_samples += samples.size();
-    stats_.blocked_ns += a.value.total_ns;
-    ++stats_.keys;
-  }
-  stats_.counters = pairer_->counters();
-  stats_.kernel_missing = convert.kernel_losses();
-  stats_.user_missing = convert.user_losses();
-  stats_.sample_stacks = convert.sample_stacks();
   const auto& info = reader_->info();
+  for (const auto& b : info.build_ids) writer_->add_build_id(b);
+  OFFWAKE_TRY(write_pseudo_waker_comms(*writer_, ids_));
+  stats_.counters = pairer_->counters();
   stats_.duration_ns = info.last_sample_time > info.first_sample_time ? info.last_sample_time - info.first_sample_time : 0;
-  return write_losses_and_stats(*writer_, ids_, stats_, last_time_);
+  BlockWriter blocks(*writer_, *pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr, stats_);
+  for (const auto& a : pairer_->aggregates()) OFFWAKE_TRY(blocks.write(a, last_time_));
+  return blocks.finish(last_time_);
 }
 
 

@@ -20,7 +20,7 @@
 #include "commands/command.h"
 #include "commands/options.h"
 #include "perfdata/writer.h"
-#include "samples/aggregate_samples.h"
+#include "samples/block_writer.h"
 #include "commands/parent_perf.h"
 #include "record/offwake_file.h"
 #include "samples/offwake_events.h"
@@ -128,13 +128,11 @@ class Recorder {
   Status open_source();
   Status drain_tracking();
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
-  Status write_event(const offwake_event& e);
   Status write_aggregates();
   bool system_wide() const;
   Status describe_targets();
   Status describe(const std::vector<perfdata::SampleRecord>& samples);
   std::optional<Kallsyms> kallsyms_;
-  std::optional<AggregateSamples> converter_;
 
   const RecordOptions& opt_;
   std::optional<Workload> workload_;
@@ -142,6 +140,7 @@ class Recorder {
   std::optional<TrackingEvents> tracking_;
   std::optional<perfdata::PerfDataWriter> writer_;
   std::optional<ProcessDescriptions> descriptions_;
+  std::optional<BlockWriter> blocks_;
   std::set<uint32_t> pseudo_described_;
   OffwakeEventIds ids_;
   RecordStats stats_;
@@ -314,7 +313,8 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   OFFWAKE_TRY(describe_targets());
   OFFWAKE_TRY(writer_->finished_init());
 
-  converter_.emplace(source_->stacks(), ids_, &*kallsyms_);
+  blocks_.emplace(*writer_, source_->stacks(), ids_, &*kallsyms_, stats_,
+                  [this](const std::vector<perfdata::SampleRecord>& s) { return describe(s); });
 
   OFFWAKE_TRY(source_->start());
   const uint64_t start = monotonic_ns();
@@ -325,7 +325,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     }
   }
 
-  auto write_event = [this](const offwake_event& e) { return this->write_event(e); };
+  auto write_event = [this](const offwake_event& e) { return blocks_->write(e); };
   const uint64_t deadline = opt_.duration > 0 ? start + static_cast<uint64_t>(opt_.duration * 1e9) : 0;
   while (!g_stop) {
     // Wait for events at most 100 ms, and no later than --duration's end: the stop is on time.
@@ -410,39 +410,16 @@ Status Recorder::describe(const std::vector<perfdata::SampleRecord>& samples) {
   return ok_status();
 }
 
-// --timeline: one block, as its pair of samples.
-Status Recorder::write_event(const offwake_event& e) {
-  auto samples = converter_->convert(e);
-  OFFWAKE_TRY(describe(samples));
-  for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
-  stats_.offwake_samples += samples.size();
-  ++stats_.timeline_events;
-  stats_.blocked_ns += samples.front().period;
-  return ok_status();
-}
-
 Status Recorder::write_aggregates() {
   OFFWAKE_TRY(source_->fill_stats(stats_));
+  stats_.tracking_undecodable = tracking_->undecodable();
   const uint64_t time = monotonic_ns();
-  AggregateSamples& convert = *converter_;
   // A batch at a time: a recording of 100,000 keys need not hold them all.
   OFFWAKE_TRY(source_->visit_aggregates([&](std::span<const Aggregate> batch) -> Status {
-    for (const auto& a : batch) {
-      auto samples = convert.convert(a, time);
-      OFFWAKE_TRY(describe(samples));
-      for (const auto& s : samples) OFFWAKE_TRY(writer_->write(s));
-      stats_.offwake_samples += samples.size();
-      stats_.blocked_ns += a.value.total_ns;
-      ++stats_.keys;
-    }
+    for (const auto& a : batch) OFFWAKE_TRY(blocks_->write(a, time));
     return ok_status();
   }));
-  stats_.kernel_missing = convert.kernel_losses();
-  stats_.user_missing = convert.user_losses();
-  stats_.sample_stacks = convert.sample_stacks();
-  stats_.tracking_undecodable = tracking_->undecodable();
-
-  return write_losses_and_stats(*writer_, ids_, stats_, time);
+  return blocks_->finish(time);
 }
 
 int cmd_record(const std::vector<std::string>& args) {
