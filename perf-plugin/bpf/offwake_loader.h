@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "blocks/block_filters.h"
 #include "bpf/aggregates.h"
 #include "bpf/event_reader.h"
 #include "bpf/stack_trace_map.h"
@@ -20,18 +21,11 @@ namespace skel {
 struct offwake;
 }
 
-struct LoaderOptions {
-  // Filters on the blocked thread (wakers are never filtered).
-  std::vector<uint32_t> tgids;      // -p: only these processes; empty: all
-  bool follow_forks = false;        // children of `tgids` become targets (a followed command)
+// The filters (BlockFilters: tgids, tid, thread kind, states, block length) and what only the
+// BPF programs do.
+struct LoaderOptions : BlockFilters {
   uint32_t max_tgids = 65536;       // capacity of the tgid set, forks included (exited
                                     // processes leave it)
-  uint32_t tid = 0;                 // -t: only this thread; 0: all
-  bool user_threads_only = false;   // -u
-  bool kernel_threads_only = false; // --kernel-threads-only
-  uint32_t state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I;  // --state
-  uint64_t min_block_ns = 0;        // --min-block
-  uint64_t max_block_ns = 0;        // --max-block; 0: no limit
   std::string cgroup_path;          // --cgroup: a cgroup v2 directory; its descendants match too
 
   // When stacks are taken. By default a stack is taken only for a block that is kept

@@ -58,10 +58,12 @@ enum Feature : int {
 
 // Records perf's tools add to the kernel's (enum perf_user_event_type).
 enum UserRecordType : uint32_t {
+  kRecordUserTypeStart = 64,  // PERF_RECORD_USER_TYPE_START: every type from here is perf's
   kRecordHeaderAttr = 64,
   kRecordHeaderTracingData = 66,  // a stream's HEADER_TRACING_DATA; the data follows the record
   kRecordHeaderBuildId = 67,
   kRecordFinishedRound = 68,
+  kRecordThreadMap = 73,  // whom perf record followed (struct perf_record_thread_map)
   kRecordHeaderFeature = 80,
   kRecordFinishedInit = 82,
 };

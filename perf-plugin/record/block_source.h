@@ -2,7 +2,7 @@
 // waker". Two back ends give them: the BPF programs, which pair switches and wakeups in the
 // kernel (BpfBlocks), and the scheduler tracepoints read through libperf and paired in user
 // space (TracepointBlocks, --backend tracepoint). Everything after this interface (samples,
-// the writer, the summary, loss accounting) exists once, in perf offwake record.
+// the writer, the summary, loss accounting) exists once (samples/block_writer.h).
 #pragma once
 
 #include <cstdint>

@@ -19,19 +19,16 @@
 #include <vector>
 
 #include "blocks/aggregate.h"
+#include "blocks/block_filters.h"
 #include "callchain/stack_ids.h"
 #include "offwake.h"
 #include "sched/sched_event.h"
 
 namespace offwake::sched {
 
-struct PairerOptions {
-  std::set<uint32_t> tgids;      // only these processes block (empty: all)
-  bool follow_forks = false;     // children of `tgids` join them (fork())
-  uint32_t tid = 0;              // only this thread; 0: all
-  bool user_threads_only = false, kernel_threads_only = false;
-  uint32_t state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I;
-  uint64_t min_block_ns = 0, max_block_ns = 0;
+// The filters (BlockFilters; follow_forks: children join `tgids` at fork()), and what the
+// pairer needs to know that the kernel knows.
+struct PairerOptions : BlockFilters {
   // Leading (leaf-side) kernel frames that are dropped from blocked stacks while this says
   // so: the tracing machinery that reached the tracepoint (__traceiter_sched_switch, ...) and
   // the scheduler's own functions (.sched.text: __schedule, schedule, do_nanosleep, ...),

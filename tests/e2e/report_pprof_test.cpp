@@ -259,8 +259,8 @@ std::map<std::string, uint64_t> as_folded(const PprofTraces& t) {
 }
 
 // --folded's lines, each name as go tool pprof's text views print it: they simplify C++ names,
-// and "(anonymous namespace)" goes ("offwake::(anonymous namespace)::cmd_record" is printed
-// "offwake::::cmd_record"; such a frame is the recorder's own, blocked in exec'ing the workload
+// and "(anonymous namespace)" goes ("offwake::(anonymous namespace)::Recorder::run" is printed
+// "offwake::::Recorder::run"; such a frame is the recorder's own, blocked in exec'ing the workload
 // when the page cache lost its binary).
 std::map<std::string, uint64_t> parse_folded(const std::string& text) {
   static const std::string kAnonymous = "(anonymous namespace)";

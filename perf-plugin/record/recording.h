@@ -1,0 +1,70 @@
+// A recording by perf offwake record: a back end (BlockSource) pairs each block with its
+// waker and aggregates blocked time by (blocked thread, its stacks, waker, waker's stacks):
+// the BPF programs on the scheduler tracepoints, or without BPF the tracepoints read through
+// libperf and paired in user space. libperf tracks COMM/MMAP2/FORK/EXIT; at the end
+// BlockWriter turns every aggregate into its samples, whichever back end made it.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "samples/record_stats.h"
+#include "util/result.h"
+
+namespace offwake {
+
+// perf offwake record's options, as its option table fills them.
+struct RecordOptions {
+  bool all_cpus = false;
+  std::vector<uint32_t> pids;
+  uint64_t tid = 0;
+  std::string output;
+  bool user_only = false, kernel_only = false;
+  std::string state = "SDI";
+  double min_block_us = 0, max_block_us = 0;
+  std::string cgroup;
+  double duration = 0;
+  uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0, process_entries = 65536;
+  // When and how stacks are taken (see bpf::LoaderOptions).
+  bool eager = false, sched_frames = false;
+  std::string user_walker = "bpf";
+  bool verbose = false, quiet = false;
+  // --on-cpu: a perf sampling event in the same recording.
+  bool on_cpu = false;
+  std::string event = "cpu-clock";
+  uint64_t frequency = 0, period = 0;
+  // --timeline: one sample per block, with its real time, through a BPF ring buffer.
+  bool timeline = false;
+  uint64_t ringbuf_mb = 8;
+  // --chain-depth: hops of wakeup chain (1: the waker only).
+  uint64_t chain_depth = 1;
+  // --backend: bpf, tracepoint, or auto (BPF, else the tracepoints); --mmap-pages: ring
+  // buffer pages per CPU of the tracepoint back end.
+  std::string backend = "auto";
+  uint64_t mmap_pages = 1024;
+  std::set<std::string> given;  // the options on the command line, as "--name"
+};
+
+// Why these options make no recording (a usage error), or "" when they can. A Recorder
+// takes only options that passed.
+std::string record_usage_error(const RecordOptions& o);
+
+// Options that only the BPF back end can do, when given: the first one, or "".
+std::string bpf_only_option(const RecordOptions& o);
+
+struct RecordOutcome {
+  RecordStats stats;
+  int workload_status = 0, workload_signal = 0;
+};
+
+// Records until `stop` is set (by a signal), --duration has passed or the command (if any)
+// has exited, and writes o.output. `argv` is the command line stored in the file. A command
+// that could not be run sets `exec_errno` (else it stays 0).
+Result<RecordOutcome> record_offwake(const RecordOptions& o, const std::vector<std::string>& command,
+                                     const std::vector<std::string>& argv, const volatile sig_atomic_t& stop,
+                                     int& exec_errno);
+
+}  // namespace offwake

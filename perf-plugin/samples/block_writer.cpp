@@ -1,0 +1,68 @@
+#include "samples/block_writer.h"
+
+#include <utility>
+
+namespace offwake {
+
+BlockWriter::BlockWriter(perfdata::PerfDataWriter& writer, const StackTraceSource& stacks, OffwakeEventIds ids,
+                         const Kallsyms* kallsyms, RecordStats& stats, DescribeFn describe)
+    : writer_(writer), samples_(stacks, ids, kallsyms), ids_(ids), stats_(stats), describe_(std::move(describe)) {}
+
+Status BlockWriter::write_samples(const std::vector<perfdata::SampleRecord>& samples) {
+  if (describe_) OFFWAKE_TRY(describe_(samples));
+  for (const auto& s : samples) OFFWAKE_TRY(writer_.write(s));
+  stats_.offwake_samples += samples.size();
+  return ok_status();
+}
+
+Status BlockWriter::write(const Aggregate& a, uint64_t fallback_time) {
+  OFFWAKE_TRY(write_samples(samples_.convert(a, fallback_time)));
+  stats_.blocked_ns += a.value.total_ns;
+  ++stats_.keys;
+  return ok_status();
+}
+
+Status BlockWriter::write(const offwake_event& e) {
+  auto samples = samples_.convert(e);
+  OFFWAKE_TRY(write_samples(samples));
+  ++stats_.timeline_events;
+  stats_.blocked_ns += samples.front().period;
+  return ok_status();
+}
+
+Status BlockWriter::finish(uint64_t time) {
+  stats_.kernel_missing = samples_.kernel_losses();
+  stats_.user_missing = samples_.user_losses();
+  stats_.sample_stacks = samples_.sample_stacks();
+  // Blocks that never became a sample are lost samples of offwake-time, as perf counts them.
+  if (uint64_t lost = stats_.lost_blocks()) {
+    perfdata::LostSamplesRecord l;
+    l.lost = lost;
+    l.sample_id.id = ids_.time;
+    l.sample_id.time = time;
+    OFFWAKE_TRY(writer_.write(l));
+  }
+  if (writer_.mode() == perfdata::Mode::kFile) writer_.add_feature(kFeatOffwakeStats, stats_.encode());
+  return ok_status();
+}
+
+Status write_pseudo_waker_comm(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids, const PseudoWaker& p) {
+  perfdata::CommRecord c;
+  c.pid = c.tid = p.tid;
+  c.comm = p.comm;
+  c.sample_id = {p.tid, p.tid, 0, ids.waker, 0, 0};
+  return w.write(c);
+}
+
+Status write_pseudo_waker_comms(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids) {
+  for (const PseudoWaker& p : kPseudoWakers) OFFWAKE_TRY(write_pseudo_waker_comm(w, ids, p));
+  return ok_status();
+}
+
+const PseudoWaker* pseudo_waker_of_tid(uint32_t tid) {
+  for (const PseudoWaker& p : kPseudoWakers)
+    if (p.tid == tid) return &p;
+  return nullptr;
+}
+
+}  // namespace offwake

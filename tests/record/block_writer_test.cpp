@@ -1,0 +1,103 @@
+// The one path from blocks to a recording's samples and statistics, which perf offwake record
+// and perf offwake convert share (BlockWriter): each aggregate or timeline block becomes its
+// samples, written after the records that name their threads, counted in RecordStats; at the
+// end the blocks lost are a LOST_SAMPLES record and the stats a feature section.
+#include "samples/block_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+
+#include "../perfdata/fixtures.h"
+#include "perfdata/reader.h"
+#include "perfdata/sink.h"
+#include "support/stack_table.h"
+
+namespace offwake {
+namespace {
+
+Aggregate aggregate(uint32_t tid, uint64_t total_ns) {
+  Aggregate a{};
+  std::memset(&a.key, 0, sizeof a.key);
+  a.key.tgid = a.key.tid = tid;
+  a.key.kern_stack_id = 1;
+  a.key.user_stack_id = kNoStack;
+  a.key.waker_tgid = a.key.waker_tid = 200;
+  a.key.waker_kern_stack_id = 1;
+  a.key.waker_user_stack_id = kNoStack;
+  a.value.total_ns = total_ns;
+  a.value.count = 1;
+  return a;
+}
+
+TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
+  test::StackTable table;
+  table.stacks[1] = {0xffffffff81000200};
+  const OffwakeEventIds ids{1000, 1001};
+  auto w = perfdata::PerfDataWriter::create(std::make_unique<perfdata::MemorySink>(), perfdata::Mode::kFile,
+                                            offwake_events(ids), perfdata::test::fixed_host());
+  ASSERT_TRUE(w) << w.error().message();
+  RecordStats stats;
+  stats.counters.agg_map_full = 3;  // blocks lost: one LOST_SAMPLES record of offwake-time
+  std::vector<size_t> described;
+  {
+    BlockWriter blocks(*w, table, ids, nullptr, stats, [&](const std::vector<perfdata::SampleRecord>& s) {
+      described.push_back(s.size());
+      return ok_status();
+    });
+    ASSERT_TRUE(blocks.write(aggregate(10, 1000), 77));
+    ASSERT_TRUE(blocks.write(aggregate(11, 2000), 77));
+    offwake_event e{};
+    e.start_ns = 50;
+    e.end_ns = 600;
+    e.stamp_ns = 60;
+    e.key = aggregate(12, 550).key;
+    ASSERT_TRUE(blocks.write(e));
+    ASSERT_TRUE(blocks.finish(99));
+  }
+  EXPECT_EQ(described, (std::vector<size_t>{2, 2, 2}));
+  EXPECT_EQ(stats.keys, 2u);
+  EXPECT_EQ(stats.timeline_events, 1u);
+  EXPECT_EQ(stats.offwake_samples, 6u);
+  EXPECT_EQ(stats.blocked_ns, 3550u);
+  EXPECT_EQ(stats.sample_stacks, 6u);  // a kernel stack each, blocked and waker; no user stacks
+  ASSERT_TRUE(w->close());
+
+  auto r = perfdata::PerfDataReader::from_memory(static_cast<const perfdata::MemorySink&>(w->sink()).data());
+  ASSERT_TRUE(r) << r.error().message();
+  size_t samples = 0;
+  uint64_t lost = 0, lost_time = 0;
+  while (true) {
+    auto next = r->next();
+    ASSERT_TRUE(next) << next.error().message();
+    if (!*next) break;
+    if (std::holds_alternative<perfdata::SampleRecord>(**next)) ++samples;
+    if (const auto* l = std::get_if<perfdata::LostSamplesRecord>(&**next)) {
+      lost += l->lost;
+      lost_time = l->sample_id.time;
+    }
+  }
+  EXPECT_EQ(samples, 6u);
+  EXPECT_EQ(lost, 3u);
+  EXPECT_EQ(lost_time, 99u);
+  ASSERT_TRUE(r->info().other_sections.count(kFeatOffwakeStats));
+  auto fields = decode_record_stats(r->info().other_sections.at(kFeatOffwakeStats));
+  ASSERT_TRUE(fields);
+  bool aggregates_found = false;
+  for (const auto& [key, value] : *fields)
+    if (key == "aggregates") aggregates_found = value == 2;
+  EXPECT_TRUE(aggregates_found);
+}
+
+TEST(BlockWriter, PseudoWakersAreNamedByTid) {
+  for (const PseudoWaker& p : kPseudoWakers) {
+    const PseudoWaker* found = pseudo_waker_of_tid(p.tid);
+    ASSERT_NE(found, nullptr) << p.comm;
+    EXPECT_STREQ(found->comm, p.comm);
+  }
+  EXPECT_EQ(pseudo_waker_of_tid(1234), nullptr);
+}
+
+}  // namespace
+}  // namespace offwake
