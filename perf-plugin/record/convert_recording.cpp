@@ -89,20 +89,20 @@ Status Converter::check_events() {
     if (e.attr.config == decoder_->switch_id()) switch_event_ = &e;
     if (e.attr.config == decoder_->waking_id()) waking_event_ = &e;
   }
-  if (!switch_event_) return Error(opt_.input + " has no sched:sched_switch event: record with " + kRecipe);
-  if (!waking_event_) return Error(opt_.input + " has no sched:sched_waking event: record with " + kRecipe);
+  if (!switch_event_) return Error::bad_input(opt_.input + " has no sched:sched_switch event: record with " + kRecipe);
+  if (!waking_event_) return Error::bad_input(opt_.input + " has no sched:sched_waking event: record with " + kRecipe);
   for (const auto* e : {switch_event_, waking_event_}) {
     const char* name = e == switch_event_ ? "sched:sched_switch" : "sched:sched_waking";
     const uint64_t t = e->attr.sample_type;
     if (!(t & PERF_SAMPLE_CALLCHAIN))
-      return Error(opt_.input + ": " + name + " has no callchains: record with -g");
-    if (!(t & PERF_SAMPLE_RAW)) return Error(opt_.input + ": " + name + " has no raw tracepoint data (PERF_SAMPLE_RAW)");
-    if (!(t & PERF_SAMPLE_TIME)) return Error(opt_.input + ": " + name + " has no sample times (PERF_SAMPLE_TIME)");
-    if (!(t & PERF_SAMPLE_TID)) return Error(opt_.input + ": " + name + " has no thread ids (PERF_SAMPLE_TID)");
+      return Error::bad_input(opt_.input + ": " + name + " has no callchains: record with -g");
+    if (!(t & PERF_SAMPLE_RAW)) return Error::bad_input(opt_.input + ": " + name + " has no raw tracepoint data (PERF_SAMPLE_RAW)");
+    if (!(t & PERF_SAMPLE_TIME)) return Error::bad_input(opt_.input + ": " + name + " has no sample times (PERF_SAMPLE_TIME)");
+    if (!(t & PERF_SAMPLE_TID)) return Error::bad_input(opt_.input + ": " + name + " has no thread ids (PERF_SAMPLE_TID)");
     if (!e->attr.sample_id_all)
-      return Error(opt_.input + ": " + name + " has no sample_id_all: threads and mappings cannot be ordered");
+      return Error::bad_input(opt_.input + ": " + name + " has no sample_id_all: threads and mappings cannot be ordered");
     if (e->attr.freq || e->attr.sample_period != 1)
-      return Error(opt_.input + ": " + name + " was sampled (-c/-F): every switch and wakeup is needed; record with -c 1");
+      return Error::bad_input(opt_.input + ": " + name + " was sampled (-c/-F): every switch and wakeup is needed; record with -c 1");
   }
   return ok_status();
 }
@@ -113,13 +113,13 @@ Status Converter::setup_decoder() {
   const auto& sections = reader_->info().other_sections;
   auto it = sections.find(perfdata::kFeatTracingData);
   if (it == sections.end())
-    return Error(opt_.input + " has no tracing data (HEADER_TRACING_DATA): record tracepoints with " + kRecipe);
+    return Error::bad_input(opt_.input + " has no tracing data (HEADER_TRACING_DATA): record tracepoints with " + kRecipe);
   auto td = perfdata::parse_tracing_data(it->second);
   if (!td) return td.error().context(opt_.input);
   const std::string* sw = td->format("sched", "sched_switch");
   const std::string* wk = td->format("sched", "sched_waking");
-  if (!sw) return Error(opt_.input + " has no sched:sched_switch event: record with " + kRecipe);
-  if (!wk) return Error(opt_.input + " has no sched:sched_waking event: record with " + kRecipe);
+  if (!sw) return Error::bad_input(opt_.input + " has no sched:sched_switch event: record with " + kRecipe);
+  if (!wk) return Error::bad_input(opt_.input + " has no sched:sched_waking event: record with " + kRecipe);
   auto d = sched::SchedDecoder::from_formats(*sw, *wk);
   if (!d) return d.error().context(opt_.input + ": unknown tracepoint format");
   decoder_.emplace(std::move(d).value());
@@ -189,7 +189,7 @@ Status Converter::run(const std::vector<std::string>& argv) {
 
   OFFWAKE_TRY(open_writer(argv));
   OFFWAKE_TRY(read_input());
-  if (!sched_samples_) return Error(opt_.input + " holds no sched_switch or sched_waking samples");
+  if (!sched_samples_) return Error::bad_input(opt_.input + " holds no sched_switch or sched_waking samples");
   pairer_->finish(last_time_);
   OFFWAKE_TRY(write_samples());
   OFFWAKE_TRY(writer_->close());
@@ -240,7 +240,7 @@ Status Converter::untimed(const perfdata::OtherRecord& r, uint64_t) {
   bool switch_records = false;  // --switch-events
   for (const auto& e : reader_->events()) switch_records = switch_records || e.attr.context_switch;
   if (per_task_ && !switch_records)
-    return Error(opt_.input + " was recorded per task without switch events, so a task's switch-in is missing: "
+    return Error::bad_input(opt_.input + " was recorded per task without switch events, so a task's switch-in is missing: "
                  "record with --switch-events (or system-wide with -a)");
   return ok_status();
 }
@@ -252,7 +252,7 @@ Status Converter::process(const Timed& t) {
     bool matters = std::holds_alternative<perfdata::SampleRecord>(t.record);
     if (const auto* o = std::get_if<perfdata::OtherRecord>(&t.record)) matters = perfdata::is_switch(*o);
     if (matters && t.time < last_sched_time_)
-      return Error(opt_.input + ": records out of order: the record at offset " + hex(t.offset) + " (time " +
+      return Error::bad_input(opt_.input + ": records out of order: the record at offset " + hex(t.offset) + " (time " +
                    std::to_string(t.time) + ") is older than records already paired (time " +
                    std::to_string(last_sched_time_) + ")");
   }
@@ -281,7 +281,7 @@ Status Converter::sched_sample(const perfdata::SampleRecord& s, sched::SchedKind
   auto d = decoder_->decode(s.raw, e);
   if (!d) return d.error().context(opt_.input + ": sample at offset " + hex(offset));
   if (e.kind != kind)
-    return Error(opt_.input + ": sample at offset " + hex(offset) + " has the raw data of another tracepoint");
+    return Error::bad_input(opt_.input + ": sample at offset " + hex(offset) + " has the raw data of another tracepoint");
   ++sched_samples_;
   last_sched_time_ = std::max(last_sched_time_, s.time);
   pairer_->add(e);

@@ -71,14 +71,14 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 Status check_process(uint32_t pid) {
   const std::string status = "/proc/" + std::to_string(pid) + "/status";
   FILE* f = fopen(status.c_str(), "re");
-  if (!f) return Error("process " + std::to_string(pid) + " does not exist");
+  if (!f) return Error::usage("process " + std::to_string(pid) + " does not exist");
   char line[256];
   long tgid = -1;
   while (fgets(line, sizeof line, f))
     if (sscanf(line, "Tgid: %ld", &tgid) == 1) break;
   fclose(f);
   if (tgid > 0 && static_cast<uint32_t>(tgid) != pid)
-    return Error(std::to_string(pid) + " is a thread of process " + std::to_string(tgid) + ": use -p " +
+    return Error::usage(std::to_string(pid) + " is a thread of process " + std::to_string(tgid) + ": use -p " +
                  std::to_string(tgid) + " for the process, or -t " + std::to_string(pid) + " for the thread");
   return ok_status();
 }
@@ -184,10 +184,10 @@ Status Recorder::open_source() {
   if (opt_.backend == "bpf" || !bpf.error().is(ErrorKind::kUnavailable)) return bpf.error();
   const std::string why = first_line(bpf.error().message());
   if (std::string option = bpf_only_option(opt_); !option.empty())
-    return Error("the BPF programs cannot be loaded (" + why + "), and " + option + " needs them");
+    return Error::unavailable("the BPF programs cannot be loaded (" + why + "), and " + option + " needs them");
   auto tp = open_tracepoint_blocks(tracepoint_options());
   if (!tp)
-    return Error("the BPF programs cannot be loaded (" + why + "), nor the scheduler tracepoints (" +
+    return Error::unavailable("the BPF programs cannot be loaded (" + why + "), nor the scheduler tracepoints (" +
                  first_line(tp.error().message()) + ")");
   // Said once the tracepoints are open: a failure of both is one line.
   fprintf(stderr, "perf offwake record: BPF unavailable (%s): using the scheduler tracepoints (--backend tracepoint)\n",
@@ -226,7 +226,7 @@ Status Recorder::drain_tracking() {
 Status Recorder::run(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
   for (uint32_t pid : opt_.pids) OFFWAKE_TRY(check_process(pid));
   if (opt_.tid && !path_exists("/proc/" + std::to_string(opt_.tid)))
-    return Error("thread " + std::to_string(opt_.tid) + " does not exist");
+    return Error::usage("thread " + std::to_string(opt_.tid) + " does not exist");
 
   if (!command.empty()) {
     if (Status s = Workload::check_command(command[0]); !s) {
