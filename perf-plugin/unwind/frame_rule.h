@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "unwind/unwind_row.h"
+#include "unwind_row.h"
 
 typedef struct Dwarf_Frame_s Dwarf_Frame;  // libdw.h
 

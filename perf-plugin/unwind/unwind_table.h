@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "perfdata/records.h"
-#include "unwind/unwind_row.h"
+#include "unwind_row.h"
 #include "util/result.h"
 
 namespace offwake::unwind {

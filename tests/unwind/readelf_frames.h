@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "unwind/unwind_row.h"
+#include "unwind_row.h"
 
 namespace offwake::test {
 

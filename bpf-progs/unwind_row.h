@@ -1,7 +1,7 @@
 /* One row of an unwind table: how to go from a frame at `pc` to its caller on x86-64.
  * C, fixed-width types only, so that the BPF user walker (issue 23 item 2) can compile the
- * same decoder and the same search as the C++ code that builds and checks the tables; the
- * header moves into offwake_abi (bpf-progs/) with the walker.
+ * same decoder and the same search as the C++ code that builds and checks the tables
+ * (perf-plugin/unwind/); hence its place in offwake_abi, beside offwake.h.
  *
  * A table is an array of rows sorted by pc; a row holds from its pc up to the next row's.
  * 8 bytes a row, so that a 4 KiB page holds 512 rows and Debian 12's libc (28k rows) 221 KiB:
