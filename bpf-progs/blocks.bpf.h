@@ -56,13 +56,7 @@ static __always_inline void key_of_block(struct offwake_key *key, struct task_st
 static __always_inline __u64 key_recorded_waker(struct offwake_key *key, const struct offwake_task_block *b,
 						struct offwake_counters *c)
 {
-	key->waker_flags = b->waker_flags;
-	key->waker_tgid = b->waker_tgid;
-	key->waker_tid = b->waker_tid;
-	key->waker_ident = b->waker_ident;
-	key->waker_kern_stack_id = b->waker_kern_stack_id;
-	key->waker_user_stack_id = b->waker_user_stack_id;
-	__builtin_memcpy(key->waker_comm, b->waker_comm, sizeof(key->waker_comm));
+	OFFWAKE_COPY_WAKER(key, b);
 	if (b->waker_flags & OFFWAKE_WAKER_EARLY)
 		COUNT(c, woken_early);
 	return b->wake_ts;

@@ -88,13 +88,7 @@ static __always_inline void chain_set_last(struct offwake_task_block *b, const s
 	h->kern_stack_id = key->kern_stack_id;
 	h->user_stack_id = parked ? -OFFWAKE_ERR_IN_PROGRESS : key->user_stack_id;
 	h->state = key->state;
-	h->waker_flags = key->waker_flags;
-	h->waker_tgid = key->waker_tgid;
-	h->waker_tid = key->waker_tid;
-	h->waker_ident = key->waker_ident;
-	h->waker_kern_stack_id = key->waker_kern_stack_id;
-	h->waker_user_stack_id = key->waker_user_stack_id;
-	__builtin_memcpy(h->waker_comm, key->waker_comm, sizeof(h->waker_comm));
+	OFFWAKE_COPY_WAKER(h, key);
 	copy_hops(&l->hop[1], key->chain.hop, cfg.chain_depth > 2 ? key->chain.hops : 0);
 	if (n >= cfg.chain_depth) {
 		n = cfg.chain_depth - 1;

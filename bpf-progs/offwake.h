@@ -135,6 +135,20 @@ struct offwake_key {
 	struct offwake_chain chain;
 };
 
+/* The waker as offwake_key, offwake_task_block and offwake_hop each carry it, under the same
+ * field names: copied field by field in one place, so that a field added to the waker is
+ * copied wherever a waker moves (block -> key at the end of a block, key -> hop in a chain). */
+#define OFFWAKE_COPY_WAKER(dst, src)                                                               \
+	do {                                                                                       \
+		(dst)->waker_flags = (src)->waker_flags;                                           \
+		(dst)->waker_tgid = (src)->waker_tgid;                                             \
+		(dst)->waker_tid = (src)->waker_tid;                                               \
+		(dst)->waker_ident = (src)->waker_ident;                                           \
+		(dst)->waker_kern_stack_id = (src)->waker_kern_stack_id;                           \
+		(dst)->waker_user_stack_id = (src)->waker_user_stack_id;                           \
+		__builtin_memcpy((dst)->waker_comm, (src)->waker_comm, sizeof((dst)->waker_comm)); \
+	} while (0)
+
 /* Bytes of struct offwake_key that are used (hashed, compared, sent) at a chain depth. */
 #define OFFWAKE_KEY_BASE_SIZE __builtin_offsetof(struct offwake_key, chain)
 #define OFFWAKE_KEY_SIZE(depth)                                                                     \
