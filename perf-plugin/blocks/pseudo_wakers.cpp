@@ -13,4 +13,10 @@ const PseudoWaker* pseudo_waker(uint32_t flags) {
   return nullptr;
 }
 
+const PseudoWaker* pseudo_waker_of_tid(uint32_t tid) {
+  for (const PseudoWaker& p : kPseudoWakers)
+    if (p.tid == tid) return &p;
+  return nullptr;
+}
+
 }  // namespace offwake

@@ -28,4 +28,7 @@ constexpr PseudoWaker kPseudoWakers[] = {kHardirqWaker, kSoftirqWaker, kNmiWaker
 // The pseudo-thread for a key's waker, or nullptr when the waker is a real thread.
 const PseudoWaker* pseudo_waker(uint32_t waker_flags);
 
+// The pseudo-thread whose tid this is, or nullptr for a real thread.
+const PseudoWaker* pseudo_waker_of_tid(uint32_t tid);
+
 }  // namespace offwake

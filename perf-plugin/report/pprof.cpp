@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "samples/aggregate_samples.h"
+#include "blocks/pseudo_wakers.h"
 #include "report/folded.h"
 #include "report/gzip.h"
 #include "report/protobuf_writer.h"
@@ -62,12 +62,6 @@ class StringTable {
   std::map<std::string, int64_t> ids_;
   std::vector<std::string> strings_;
 };
-
-bool pseudo_thread(uint32_t tid) {
-  for (const PseudoWaker& p : kPseudoWakers)
-    if (p.tid == tid) return true;
-  return false;
-}
 
 // One Mapping per DSO. Its address range is the one its locations span; the file offset is
 // known only when every location of the DSO has the same load bias (ip - offset in the file):
@@ -179,7 +173,7 @@ class PprofEncoder {
     if (s.waker) {
       str_label(w, "waker_comm", s.waker->comm);
       // "[hardirq]" and the other pseudo threads have a made-up tid: the name says it all.
-      if (!pseudo_thread(s.waker->tid)) num_label(w, "waker_tid", s.waker->tid);
+      if (!pseudo_waker_of_tid(s.waker->tid)) num_label(w, "waker_tid", s.waker->tid);
       if (!s.waker_context.empty()) str_label(w, "waker_context", s.waker_context);
     }
     // A wakeup chain, as labels too (its stacks are in the locations): how long it is, who

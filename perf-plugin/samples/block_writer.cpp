@@ -59,10 +59,4 @@ Status write_pseudo_waker_comms(perfdata::PerfDataWriter& w, const OffwakeEventI
   return ok_status();
 }
 
-const PseudoWaker* pseudo_waker_of_tid(uint32_t tid) {
-  for (const PseudoWaker& p : kPseudoWakers)
-    if (p.tid == tid) return &p;
-  return nullptr;
-}
-
 }  // namespace offwake

@@ -56,7 +56,4 @@ class BlockWriter {
 Status write_pseudo_waker_comm(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids, const PseudoWaker& p);
 Status write_pseudo_waker_comms(perfdata::PerfDataWriter& w, const OffwakeEventIds& ids);
 
-// The pseudo-thread whose tid this is, or nullptr for a real thread.
-const PseudoWaker* pseudo_waker_of_tid(uint32_t tid);
-
 }  // namespace offwake
