@@ -104,7 +104,8 @@ std::set<uint32_t> tids_of(const DwarfStacks& perf, pid_t pid) {
 
 // perf's own stacks are the reference only if they are complete: of the distinct blocked stacks
 // of `tids`, at least `share` reach the thread's start (a stack deeper than perf's copy of the
-// user stack would not).
+// user stack would not). Those without user frames (a thread that blocks on its way out, its
+// memory gone) are left out: no unwinder has anything to give there.
 void expect_reference_complete(const DwarfStacks& perf, const std::set<uint32_t>& tids, double share) {
   size_t stacks = 0, complete = 0;
   std::string incomplete;
@@ -112,6 +113,7 @@ void expect_reference_complete(const DwarfStacks& perf, const std::set<uint32_t>
     auto it = perf.blocked.find(tid);
     if (it == perf.blocked.end()) continue;
     for (const UserStack& s : it->second) {
+      if (s.empty()) continue;
       ++stacks;
       if (reaches_thread_start(s)) ++complete;
       else if (incomplete.size() < 4000) incomplete += "\n  " + std::to_string(tid) + ": " + describe(s);

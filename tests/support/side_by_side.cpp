@@ -65,7 +65,9 @@ SideBySide::SideBySide(const TempDir& dir, const SideBySideOptions& o)
   if (!wait_attached()) return;
 
   // perf record answers "ping" on its control FIFO from its main loop, after it enabled its
-  // events. -B -N: no build-id processing, which the leak above can make abort.
+  // events. -B -N: no build-id processing, which the leak above can make abort. Only the
+  // switch-outs that block (S, D): each sample copies up to 64 KB of stack, and a waker of
+  // ours that spins on sched_yield() would make thousands of R ones.
   if (mkfifo(ctl_.c_str(), 0600) != 0 || mkfifo(ack_.c_str(), 0600) != 0) {
     ADD_FAILURE() << "mkfifo in " << dir.path();
     return;
@@ -74,7 +76,7 @@ SideBySide::SideBySide(const TempDir& dir, const SideBySideOptions& o)
   perf_ = std::make_unique<Spawned>(
       std::vector<std::string>{kDebianPerf, "record", "-q", "-B", "-N", "-a", "-m", "4096", "--call-graph",
                                "dwarf," + std::to_string(o.dwarf_stack_bytes), "-e", "sched:sched_switch", "--filter",
-                               "prev_comm == \"" + o.comm + "\"", "-e", "sched:sched_waking", "--filter",
+                               "prev_comm == \"" + o.comm + "\" && prev_state & 3", "-e", "sched:sched_waking", "--filter",
                                "comm == \"" + o.comm + "\"", "--control", "fifo:" + ctl_ + "," + ack_, "-o",
                                perf_data_},
       perf_err_);

@@ -19,7 +19,7 @@ namespace offwake::test {
 
 struct SideBySideOptions {
   std::vector<pid_t> pids;  // perf offwake record -p
-  // perf record takes, system-wide, the switch-outs of the threads named `comm` and the
+  // perf record takes, system-wide, the blocking switch-outs of the threads named `comm` and the
   // wakeups of threads so named (wakers may be anyone), so it needs no pid: threads and
   // processes the targets start later are in, and so are wakers in other processes.
   std::string comm;
