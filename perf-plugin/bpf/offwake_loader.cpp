@@ -68,6 +68,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.timeline = o.timeline;
   cfg.eager = o.eager;
   cfg.kernel_user_walker = o.kernel_user_walker;
+  cfg.unwind_tables = o.unwind_tables && !o.kernel_user_walker;
   cfg.sched_frames = o.sched_frames;
   cfg.user_task_work = task_work;
   cfg.user_stack_limit = o.user_stack_limit;
@@ -189,6 +190,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
       {s->maps.user_works, task_work ? o.user_work_entries : 1, "task work map"},
       // Never written in aggregated mode: the smallest size a ring buffer can have.
       {s->maps.events, o.timeline ? o.ringbuf_bytes : page, "timeline ring buffer"},
+      {s->maps.unwind_rows, o.unwind_tables ? o.unwind_rows : 1, "unwind table memory"},
+      {s->maps.unwind_processes, o.unwind_tables ? o.unwind_processes : 1, "unwind process map"},
   };
   for (const auto& m : sizes) {
     if (m.entries == 0) return Error::usage(std::string(m.what) + " needs at least one entry", EINVAL);
@@ -400,5 +403,10 @@ int OffwakeBpf::task_blocks_fd() const { return bpf_map__fd(skel_->maps.task_blo
 int OffwakeBpf::cpu_current_fd() const { return bpf_map__fd(skel_->maps.cpu_current); }
 bool OffwakeBpf::user_task_work() const { return skel_->rodata->cfg.user_task_work != 0; }
 int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
+int OffwakeBpf::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }
+int OffwakeBpf::unwind_processes_fd() const { return bpf_map__fd(skel_->maps.unwind_processes); }
+uint32_t OffwakeBpf::unwind_rows_capacity() const {
+  return skel_->rodata->cfg.unwind_tables ? bpf_map__max_entries(skel_->maps.unwind_rows) : 0;
+}
 
 }  // namespace offwake::bpf
