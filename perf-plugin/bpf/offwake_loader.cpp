@@ -52,6 +52,8 @@ Error permission_hint(Error e) {
   return Error::unavailable(e.what() + " (perf offwake needs root, or CAP_BPF and CAP_PERFMON)", e.errnum());
 }
 
+bool cfg_unwind_tables(const LoaderOptions& o) { return o.unwind_tables && !o.kernel_user_walker; }
+
 void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
                bool task_work) {
   offwake_config& cfg = s->rodata->cfg;
@@ -68,7 +70,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.timeline = o.timeline;
   cfg.eager = o.eager;
   cfg.kernel_user_walker = o.kernel_user_walker;
-  cfg.unwind_tables = o.unwind_tables && !o.kernel_user_walker;
+  cfg.unwind_tables = cfg_unwind_tables(o);
   cfg.sched_frames = o.sched_frames;
   cfg.user_task_work = task_work;
   cfg.user_stack_limit = o.user_stack_limit;
@@ -205,7 +207,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   const size_t stored = offsetof(offwake_stored_stack, ips) + depth * sizeof(uint64_t);
   if (int err = bpf_map__set_value_size(s->maps.stack_store, static_cast<uint32_t>(stored)))
     return Error("setting stack store depth", libbpf_errno(err));
-  bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks);
+  bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks || cfg_unwind_tables(o));
   bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty() || task_work);
   // Lazy capture without task work parks user stacks until a system call returns (a
   // program that runs on every system call of the machine: loaded only then).

@@ -69,9 +69,10 @@ void ProcessMappings::exec(uint32_t tgid, uint64_t time) {
 
 void ProcessMappings::fork(uint32_t parent, uint32_t child) {
   auto it = processes_.find(parent);
-  if (it == processes_.end() || parent == child) return;
-  auto [c, added] = processes_.insert_or_assign(child, it->second);
-  stats_.processes += added;
+  // A child already known mapped code of its own (its exec's records came first).
+  if (it == processes_.end() || parent == child || processes_.count(child)) return;
+  processes_.emplace(child, it->second);
+  ++stats_.processes;
   publish(child);
 }
 

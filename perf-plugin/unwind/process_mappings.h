@@ -41,7 +41,8 @@ class ProcessMappings {
   // exec at `time`: the old image is gone. Its new mappings follow, but records of different
   // CPUs come in no order: mappings made at or after `time` stay.
   void exec(uint32_t tgid, uint64_t time);
-  // A new process starts with its parent's mappings.
+  // A new process starts with its parent's mappings (the BPF fork program copied them
+  // already), unless records of its own came first.
   void fork(uint32_t parent, uint32_t child);
   void exit(uint32_t tgid);
   bool has(uint32_t tgid) const { return processes_.count(tgid) != 0; }
