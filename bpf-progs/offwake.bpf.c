@@ -278,13 +278,18 @@ int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-/* Lazy capture only: after an exec the user registers are the new program's. */
+/* After an exec the user registers are the new program's (lazy capture), and the process's
+ * code too: its unwind mappings go until user space writes the new image's (autoloaded for
+ * either). */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(offwake_exec, struct task_struct *p)
 {
 	struct offwake_counters *c;
 	struct offwake_task_block *b;
+	__u32 tgid = p->tgid;
 
+	if (cfg.unwind_tables)
+		bpf_map_delete_elem(&unwind_processes, &tgid);
 	b = task_block(p);
 	if (!b || !(b->flags & (TB_PENDING | TB_DEFER_USER)))
 		return 0;

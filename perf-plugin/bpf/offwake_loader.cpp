@@ -212,7 +212,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   // Lazy capture without task work parks user stacks until a system call returns (a
   // program that runs on every system call of the machine: loaded only then).
   bpf_program__set_autoload(s->progs.offwake_sys_exit, lazy_capture(o) && !task_work);
-  bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o));
+  bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o) || cfg_unwind_tables(o));
 
   // Load.
   if (int err = skel::offwake__load(s.get()))
