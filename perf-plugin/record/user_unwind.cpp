@@ -5,22 +5,17 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include <chrono>
-#include <set>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "synth/elf_file.h"
 #include "synth/proc_maps.h"
+#include "util/clock.h"
 
 namespace offwake {
 namespace {
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
 
 // Where to read a file that process `pid` maps as `path` at [start, end): through the process's
 // own root (its mount namespace) while it lives, or for a file with no name left (deleted, a
@@ -75,7 +70,7 @@ void UserUnwind::add_process(uint32_t pid, std::vector<unwind::CodeMapping>& out
 }
 
 void UserUnwind::seed(const std::vector<uint32_t>& pids, bool all) {
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = steady_ns();
   std::vector<std::pair<uint32_t, std::vector<unwind::CodeMapping>>> procs;
   for (uint32_t pid : all ? all_processes() : pids) {
     procs.emplace_back(pid, std::vector<unwind::CodeMapping>{});
@@ -88,11 +83,11 @@ void UserUnwind::seed(const std::vector<uint32_t>& pids, bool all) {
   tables_.prepare(binaries, std::max(1u, std::thread::hardware_concurrency()));
   for (const auto& [pid, ms] : procs)
     if (!ms.empty()) processes_.map_all(pid, ms);
-  setup_ns_ += now_ns() - t0;
+  setup_ns_ += steady_ns() - t0;
 }
 
 void UserUnwind::prepare_command(const std::string& path) {
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = steady_ns();
   std::vector<std::string> files = {path};
   std::set<std::string> seen = {path};
   // Breadth first through DT_NEEDED, as far as the libraries are found.
@@ -123,7 +118,7 @@ void UserUnwind::prepare_command(const std::string& path) {
     binaries.push_back(std::move(b));
   }
   tables_.prepare(binaries, std::max(1u, std::thread::hardware_concurrency()));
-  setup_ns_ += now_ns() - t0;
+  setup_ns_ += steady_ns() - t0;
 }
 
 void UserUnwind::tracking(const perfdata::Record& r) {

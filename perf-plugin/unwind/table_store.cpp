@@ -6,17 +6,10 @@
 #include <optional>
 #include <thread>
 
+#include "util/clock.h"
 #include "util/result.h"
 
 namespace offwake::unwind {
-namespace {
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
-}  // namespace
 
 std::string TableStore::key_of(const BinaryRef& b) {
   if (!b.build_id.empty()) return "b:" + b.build_id.hex();
@@ -38,14 +31,14 @@ const StoredTable* TableStore::place(const std::string& key, const BinaryRef& b,
     stored->why = b.path + ": " + std::to_string(built->bytes()) + " bytes of table do not fit the " +
                   std::to_string(capacity_bytes() - bytes()) + " left of --unwind-memory";
   } else {
-    const auto t0 = now_ns();
+    const auto t0 = steady_ns();
     stored->first_row = used_;
     stored->rows = static_cast<uint32_t>(built->rows.size());
     std::memcpy(memory_.data() + used_, built->rows.data(), built->bytes());
     used_ += stored->rows;
     ++stats_.tables;
     stats_.rows += stored->rows;
-    stats_.build_ns += now_ns() - t0;
+    stats_.build_ns += steady_ns() - t0;
   }
   if (built) {
     stored->table = std::move(built).value();
@@ -62,9 +55,9 @@ const StoredTable* TableStore::place(const std::string& key, const BinaryRef& b,
 const StoredTable* TableStore::get(const BinaryRef& b) {
   const std::string key = key_of(b);
   if (auto it = tables_.find(key); it != tables_.end()) return it->second;
-  const auto t0 = now_ns();
+  const auto t0 = steady_ns();
   auto built = build_unwind_table(b.open_path);
-  return place(key, b, std::move(built), now_ns() - t0);
+  return place(key, b, std::move(built), steady_ns() - t0);
 }
 
 void TableStore::prepare(const std::vector<BinaryRef>& binaries, unsigned threads) {
@@ -80,9 +73,9 @@ void TableStore::prepare(const std::vector<BinaryRef>& binaries, unsigned thread
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
-      const auto t0 = now_ns();
+      const auto t0 = steady_ns();
       built[i].emplace(build_unwind_table(todo[i]->open_path));
-      ns[i] = now_ns() - t0;
+      ns[i] = steady_ns() - t0;
     }
   };
   std::vector<std::thread> pool;

@@ -5,7 +5,6 @@
 // binary that does not fit is counted, named, and walked by frame pointers.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
