@@ -1,6 +1,5 @@
 #include "record/user_unwind.h"
 
-#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -34,19 +33,6 @@ std::string open_path(uint32_t pid, const std::string& path, uint64_t start, uin
 
 bool is_file(const std::string& path) { return !path.empty() && path[0] == '/'; }
 
-std::vector<uint32_t> all_processes() {
-  std::vector<uint32_t> pids;
-  if (DIR* d = opendir("/proc")) {
-    while (dirent* e = readdir(d)) {
-      char* end = nullptr;
-      const unsigned long pid = std::strtoul(e->d_name, &end, 10);
-      if (end != e->d_name && *end == '\0' && pid > 0) pids.push_back(static_cast<uint32_t>(pid));
-    }
-    closedir(d);
-  }
-  return pids;
-}
-
 }  // namespace
 
 UserUnwind::UserUnwind(bpf::UnwindMaps maps, std::function<bool(uint32_t)> is_target)
@@ -72,7 +58,10 @@ void UserUnwind::add_process(uint32_t pid, std::vector<unwind::CodeMapping>& out
 void UserUnwind::seed(const std::vector<uint32_t>& pids, bool all) {
   const uint64_t t0 = steady_ns();
   std::vector<std::pair<uint32_t, std::vector<unwind::CodeMapping>>> procs;
-  for (uint32_t pid : all ? all_processes() : pids) {
+  std::vector<uint32_t> targets = pids;
+  if (all)
+    for (pid_t pid : list_processes()) targets.push_back(static_cast<uint32_t>(pid));
+  for (uint32_t pid : targets) {
     procs.emplace_back(pid, std::vector<unwind::CodeMapping>{});
     add_process(pid, procs.back().second);
   }

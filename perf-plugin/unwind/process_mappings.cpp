@@ -4,7 +4,8 @@
 
 namespace offwake::unwind {
 
-void ProcessMappings::add(std::vector<CodeMapping>& list, const CodeMapping& m) {
+// The table and bias are looked up once, here: every later write of the process reuses them.
+void ProcessMappings::add(std::vector<CodeMapping>& list, CodeMapping m) {
   ++stats_.mappings;
   // What the new mapping covers was unmapped or replaced (unless the record of what
   // replaced it came first).
@@ -15,36 +16,35 @@ void ProcessMappings::add(std::vector<CodeMapping>& list, const CodeMapping& m) 
     return o.time <= m.time;
   });
   if (older) return;
-  list.push_back(m);
+  const StoredTable* t = tables_.get(m.binary);
+  auto bias = t->rows ? t->table.bias(m.start, m.pgoff) : std::nullopt;
+  if (bias)
+    m.resolved = {m.start, m.end, *bias, t->first_row, t->rows};
+  else
+    ++stats_.without_table;
+  list.push_back(std::move(m));
 }
 
-offwake_unwind_process ProcessMappings::encode(const std::vector<CodeMapping>& ms) {
-  offwake_unwind_process v{};
-  std::vector<offwake_unwind_mapping> out;
-  for (const CodeMapping& m : ms) {
-    const StoredTable* t = tables_.get(m.binary);
-    auto bias = t->rows ? t->table.bias(m.start, m.pgoff) : std::nullopt;
-    if (!bias) {
-      ++stats_.without_table;
-      continue;
-    }
-    out.push_back({m.start, m.end, *bias, t->first_row, t->rows});
-  }
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.start < b.start; });
-  if (out.size() > OFFWAKE_UNWIND_MAX_MAPPINGS) {
-    stats_.over_limit += out.size() - OFFWAKE_UNWIND_MAX_MAPPINGS;
-    out.resize(OFFWAKE_UNWIND_MAX_MAPPINGS);
-  }
-  v.n = static_cast<uint32_t>(out.size());
-  std::copy(out.begin(), out.end(), v.m);
-  return v;
-}
-
+// The BPF value: the mappings with a table, sorted by address for the walker's search.
 void ProcessMappings::publish(uint32_t tgid) {
   auto it = processes_.find(tgid);
   if (it == processes_.end()) return publish_(tgid, nullptr);
-  const offwake_unwind_process v = encode(it->second);
+  std::vector<offwake_unwind_mapping> out;
+  for (const CodeMapping& m : it->second)
+    if (m.resolved.rows) out.push_back(m.resolved);
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  over_limit_[tgid] = out.size() > OFFWAKE_UNWIND_MAX_MAPPINGS ? out.size() - OFFWAKE_UNWIND_MAX_MAPPINGS : 0;
+  out.resize(std::min<size_t>(out.size(), OFFWAKE_UNWIND_MAX_MAPPINGS));
+  offwake_unwind_process v{};
+  v.n = static_cast<uint32_t>(out.size());
+  std::copy(out.begin(), out.end(), v.m);
   publish_(tgid, &v);
+}
+
+ProcessMappingStats ProcessMappings::stats() const {
+  ProcessMappingStats s = stats_;
+  for (const auto& [tgid, n] : over_limit_) s.over_limit += n;
+  return s;
 }
 
 void ProcessMappings::map(uint32_t tgid, const CodeMapping& m) {

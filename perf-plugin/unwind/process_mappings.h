@@ -19,13 +19,17 @@ struct CodeMapping {
   uint64_t start = 0, end = 0, pgoff = 0;
   uint64_t time = 0;  // when it was mapped (0: before the recording)
   BinaryRef binary;
+  // Set by ProcessMappings when the mapping is added: its table and bias (rows == 0: none,
+  // frame pointers there).
+  offwake_unwind_mapping resolved{};
 };
 
 struct ProcessMappingStats {
   uint64_t processes = 0;      // processes given tables
   uint64_t mappings = 0;       // executable file mappings seen
   uint64_t without_table = 0;  // ... whose binary has no table (walked by frame pointers)
-  uint64_t over_limit = 0;     // ... beyond OFFWAKE_UNWIND_MAX_MAPPINGS in their process
+  uint64_t over_limit = 0;     // ... with a table, beyond OFFWAKE_UNWIND_MAX_MAPPINGS in their
+                               // process when it was last written
 };
 
 class ProcessMappings {
@@ -47,18 +51,16 @@ class ProcessMappings {
   void exit(uint32_t tgid);
   bool has(uint32_t tgid) const { return processes_.count(tgid) != 0; }
 
-  const ProcessMappingStats& stats() const { return stats_; }
-
-  // The BPF value for a list of mappings (sorted, those without a table left out).
-  offwake_unwind_process encode(const std::vector<CodeMapping>& ms);
+  ProcessMappingStats stats() const;
 
  private:
-  void add(std::vector<CodeMapping>& list, const CodeMapping& m);
+  void add(std::vector<CodeMapping>& list, CodeMapping m);
   void publish(uint32_t tgid);
 
   TableStore& tables_;
   PublishFn publish_;
   std::map<uint32_t, std::vector<CodeMapping>> processes_;
+  std::map<uint32_t, uint64_t> over_limit_;  // by process, at its last write
   ProcessMappingStats stats_;
 };
 

@@ -118,10 +118,13 @@ TEST(TableStore, ABinaryThatDoesNotFitIsCountedAndNamed) {
   EXPECT_NE(store.stats().failed[0].find("--unwind-memory"), std::string::npos);
   // Not retried, and the mapping has no table: frame pointers there.
   EXPECT_EQ(store.get(binary(kPython)), py);
-  ProcessMappings procs(store, [](uint32_t, const offwake_unwind_process*) {});
-  offwake_unwind_process v = procs.encode({{0x400000, 0x500000, 0x1000, 0, binary(kPython)}});
+  offwake_unwind_process v{};
+  v.n = 99;
+  ProcessMappings procs(store, [&](uint32_t, const offwake_unwind_process* p) { v = *p; });
+  procs.map(1, {0x400000, 0x500000, 0x1000, 0, binary(kPython)});
+  procs.map(1, {0x600000, 0x700000, 0x1000, 0, binary(kPython)});  // a second write
   EXPECT_EQ(v.n, 0u);
-  EXPECT_EQ(procs.stats().without_table, 1u);
+  EXPECT_EQ(procs.stats().without_table, 2u);  // each mapping once, however often its process is written
   // An unreadable file too.
   EXPECT_EQ(store.get(binary("/proc/self/status"))->rows, 0u);
   EXPECT_EQ(store.stats().unreadable, 1u);
