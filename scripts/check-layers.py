@@ -31,7 +31,7 @@ ALLOWED = {
     "sched": BASE | {"blocks", "synth"},
     "bpf": BASE | {"blocks"},
     "tracking": BASE | {"sched"},
-    "record": BASE | {"blocks", "samples", "synth", "sched", "bpf", "tracking"},
+    "record": BASE | {"blocks", "samples", "synth", "sched", "bpf", "tracking", "unwind"},
     "report": BASE | {"blocks", "samples", "synth", "symbolize"},
     "script": BASE | {"blocks", "samples", "synth", "symbolize", "report"},
     "commands": None,  # anything

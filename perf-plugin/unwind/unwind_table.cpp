@@ -34,6 +34,7 @@ constexpr uint32_t kShtX8664Unwind = 0x70000001;  // what some linkers type .eh_
 
 struct ElfLayout {
   std::vector<PcRange> code;  // executable PT_LOAD segments, by address
+  std::vector<CodeSegment> segments;  // the same, with their file offsets
   Elf_Scn* eh_frame = nullptr;
   Elf_Scn* debug_frame = nullptr;
   perfdata::BuildId build_id;
@@ -56,10 +57,13 @@ Result<ElfLayout> read_layout(Elf* elf, const std::string& path) {
   for (size_t i = 0; i < nphdr; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr) return Error(path + ": program header unreadable");
-    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && ph.p_memsz > 0)
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && ph.p_memsz > 0) {
       out.code.push_back({ph.p_vaddr, ph.p_vaddr + ph.p_memsz});
+      out.segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+    }
   }
   std::sort(out.code.begin(), out.code.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  std::sort(out.segments.begin(), out.segments.end(), [](auto& a, auto& b) { return a.vaddr < b.vaddr; });
 
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) return Error(path + ": section names unreadable");
@@ -172,6 +176,17 @@ uint32_t UnwindTable::rule_at(uint64_t vaddr) const {
   return i < 0 ? uint32_t{OFFWAKE_UNWIND_NONE} : rows[static_cast<size_t>(i)].rule;
 }
 
+std::optional<uint64_t> UnwindTable::bias(uint64_t start, uint64_t pgoff) const {
+  // The mapping starts at a page boundary of the file, at or below its segment's offset.
+  constexpr uint64_t kPage = 4096;
+  for (const CodeSegment& seg : segments) {
+    if (pgoff < (seg.offset & ~(kPage - 1)) || pgoff >= seg.offset + seg.filesz) continue;
+    // pc - start + pgoff is the file offset; + vaddr - offset the ELF address; - base the row pc.
+    return start - pgoff + seg.offset - seg.vaddr + base;
+  }
+  return std::nullopt;
+}
+
 Result<UnwindTable> build_unwind_table(const std::string& path) {
   auto handle = ElfHandle::open(path);
   if (!handle) return handle.error();
@@ -182,6 +197,7 @@ Result<UnwindTable> build_unwind_table(const std::string& path) {
   UnwindTable table;
   table.path = path;
   table.build_id = layout->build_id;
+  table.segments = layout->segments;
   if (layout->code.empty()) {
     table.empty_reason = "no executable segment";
     return table;
