@@ -240,6 +240,7 @@ TEST(CompleteStacks, OwnWorkloadStacksEqualPerfDwarf) {
   expect_recorded(r.rec);
   expect_reference_complete(r.perf, tids_of(r.perf, r.pid), 1.0);
   const StackAgreement a = compare_stacks(r.rec.ours, r.perf, {static_cast<uint32_t>(r.pid)});
+  std::cout << a.summary();  // the figures, in the test's log
   record_agreement("own", a);
   EXPECT_GE(a.blocked_complete_share(), kOwnEqualShare) << a.summary() << r.rec.offwake_err;
   EXPECT_GT(a.thread_waker_ns, 0u) << a.summary();
@@ -348,6 +349,7 @@ TEST(CompleteStacks, Python311StacksEqualPerfDwarf) {
   expect_recorded(r.rec);
   expect_reference_complete(r.perf, tids_of(r.perf, r.pid), kDebianEqualShare);
   const StackAgreement a = compare_stacks(r.rec.ours, r.perf, {static_cast<uint32_t>(r.pid)});
+  std::cout << a.summary();  // the figures, in the test's log
   record_agreement("python", a);
   EXPECT_GE(a.blocked_complete_share(), kDebianEqualShare) << a.summary() << r.rec.offwake_err;
   EXPECT_GT(a.thread_waker_ns, 0u) << a.summary();
@@ -442,6 +444,7 @@ TEST(CompleteStacks, NginxUnderWrkStacksEqualPerfDwarf) {
   for (pid_t w : workers) pids.insert(static_cast<uint32_t>(w)), tids.insert(static_cast<uint32_t>(w));
   expect_reference_complete(perf, tids, kDebianEqualShare);
   const StackAgreement a = compare_stacks(rec.ours, perf, pids);
+  std::cout << a.summary();  // the figures, in the test's log
   record_agreement("nginx", a);
   ASSERT_GT(a.samples, 0u) << rec.offwake_script.out.substr(0, 2000);
   EXPECT_GE(a.blocked_complete_share(), kDebianEqualShare) << a.summary() << rec.offwake_err;
