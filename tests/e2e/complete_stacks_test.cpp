@@ -333,6 +333,64 @@ TEST(CompleteStacks, OwnWorkloadFoldedReportReachesMain) {
   EXPECT_NE(folded.out.find(";main;"), std::string::npos) << folded.out;
 }
 
+// The lazy capture (--min-block: user stacks walked on the way back to user space, by a task
+// work or at switch-in from a thread of the same process) walks with the tables as the eager
+// one does at switch-out: for each of the workload's timed functions, the same set of complete
+// blocked and waker stacks, and the truth's time within 5%, in two runs of the same workload.
+TEST(CompleteStacks, LazyAndEagerTakeTheSameCompleteStacks) {
+  std::map<std::string, std::set<std::string>> stacks[2];  // function -> folded lines, no time
+  for (int eager = 0; eager < 2; ++eager) {
+    SCOPED_TRACE(eager ? "eager" : "lazy");
+    TempDir dir;
+    RunResult rec = run(kOffwake + " record --backend bpf --min-block 1000" + (eager ? " --eager" : "") + " -o " +
+                        dir.file("perf.data") + " -- " + kWorkloads + "wl_nofp_chain -n 5 -m 10");
+    ASSERT_EQ(rec.status, 0) << rec.err;
+    const std::vector<Truth> truth = parse_truth(rec.out + rec.err);
+    ASSERT_FALSE(truth.empty()) << rec.out << rec.err;
+    // User frames only: a block whose switch-in the kernel did not trace has no kernel stack
+    // (counted as ended late), in either run.
+    RunResult folded = run(kOffwake + " report --folded --user-only -i " + dir.file("perf.data"));
+    ASSERT_EQ(folded.status, 0) << folded.err;
+    // Per timed function (several threads pause in nofp_pause): its truth, and the blocks whose
+    // leaf-most workload frame it is (the handler's blocks also hold the nofp_idle_read below
+    // the signal frame).
+    std::map<std::string, uint64_t> truth_ns;
+    for (const Truth& t : truth) truth_ns[t.function] += t.blocked_ns;
+    std::map<std::string, double> recorded_ns;
+    std::istringstream in(folded.out);
+    for (std::string line; std::getline(in, line);) {
+      const size_t space = line.rfind(' ');
+      const std::string blocked = line.substr(0, line.find(";--;"));
+      const size_t at = blocked.rfind(";nofp_");
+      if (at == std::string::npos) continue;
+      const std::string function = blocked.substr(at + 1, blocked.find(';', at + 1) - at - 1);
+      if (!truth_ns.count(function)) continue;
+      // The blocked stack, and the waker's where one was recorded with frames: a block may
+      // end with no recorded waker in either run ("[no_waker_seen]": the wakeup raced the
+      // block's start, counted as missed), which says nothing about how stacks are walked.
+      stacks[eager][function].insert(blocked);
+      const size_t dashes = line.find(";--;");
+      const std::string waker = dashes == std::string::npos ? "" : line.substr(dashes + 4, space - dashes - 4);
+      if (waker.find(';') != std::string::npos) stacks[eager][function].insert("waker: " + waker);
+      recorded_ns[function] += std::stod(line.substr(space + 1));
+    }
+    for (const auto& [function, ns] : truth_ns)
+      expect_within_5_percent(static_cast<uint64_t>(recorded_ns[function]), ns,
+                              function + (eager ? " (eager)" : " (lazy)"));
+  }
+  ASSERT_FALSE(stacks[0].empty());
+  for (const auto& [function, lines] : stacks[0]) {
+    SCOPED_TRACE(function);
+    for (const std::string& l : lines)
+      EXPECT_TRUE(stacks[1][function].count(l)) << "lazy only: " << l;
+    for (const std::string& l : stacks[1][function])
+      EXPECT_TRUE(lines.count(l)) << "eager only: " << l;
+    for (const std::string& l : lines)  // blocked stacks reach the thread's start
+      if (!l.starts_with("waker: "))
+        EXPECT_TRUE(l.find(";main;") != std::string::npos || l.find(";start_thread;") != std::string::npos) << l;
+  }
+}
+
 // Debian's python3.11 (no frame pointers) in time.sleep, select.select and queue.get, woken by the
 // timer, by os.write from another thread and by queue.put from another thread: 95% of the
 // process's off-CPU time has blocked and waker user stacks equal to perf's DWARF ones, down to
