@@ -5,6 +5,7 @@
     the block model          blocks/
     blocks -> samples        samples/
     perf.data                perfdata/ (and callchain/, synth/, util/ below it)
+    user stacks from CFI     unwind/ (tables for BPF; stack copies unwound with libdwfl)
     a recording              tracking/ (libperf), record/ (the back ends, the workload)
     readers                  symbolize/, report/, script/
     the sub-commands         commands/, main.cpp
@@ -31,7 +32,7 @@ ALLOWED = {
     "sched": BASE | {"blocks", "synth"},
     "bpf": BASE | {"blocks"},
     "tracking": BASE | {"sched"},
-    "record": BASE | {"blocks", "samples", "synth", "sched", "bpf", "tracking"},
+    "record": BASE | {"blocks", "samples", "synth", "sched", "bpf", "tracking", "unwind"},
     "report": BASE | {"blocks", "samples", "synth", "symbolize"},
     "script": BASE | {"blocks", "samples", "synth", "symbolize", "report"},
     "commands": None,  # anything
