@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -75,16 +76,10 @@ struct Stock {
   std::set<Stack> blocked, wakers;
 };
 
-Stock stock_record(const TempDir& dir) {
+Stock stock_attempt(const TempDir& dir) {
   Stock s;
-  // perf 6.1 sometimes aborts at its end while another tool asks for build ids (see
-  // convert_test.cpp's stock_record); -B skips what aborts, and a few tries.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    s.record = run(std::string(kDebianPerf) + " record -q -B -o " + dir.file("stock.data") +
-                   " -e sched:sched_switch -e sched:sched_waking --switch-events --call-graph dwarf -- " + kTarget);
-    if (s.record.status != 134) break;
-    usleep(200'000);
-  }
+  s.record = run(std::string(kDebianPerf) + " record -q -B -o " + dir.file("stock.data") +
+                 " -e sched:sched_switch -e sched:sched_waking --switch-events --call-graph dwarf -- " + kTarget);
   s.truth = parse_truth(s.record.out);
   s.script = run(std::string(kDebianPerf) + " script " + kFields + " -i " + dir.file("stock.data"));
   if (s.truth.size() != 1) return s;
@@ -94,6 +89,31 @@ Stock stock_record(const TempDir& dir) {
     if (x.event == "sched:sched_waking" && x.tid == s.truth[0].waker_tid && x.has_frame("dwarf_target_kick"))
       s.wakers.insert(user_stack(x));
   }
+  return s;
+}
+
+// Debian's perf 6.1 is the reference, and it fails now and then, on this machine in about one
+// run of three: perf record or perf script aborts ("assertion failed at util/build-id.c",
+// stack smashing: see convert_test.cpp's stock_record), or its libunwind unwinder stops after
+// the first frame of every stack of the recording ("access_mem ... not inside range" with
+// perf script -v, falling back to the frame pointer) while the recording itself is whole (our
+// unwinding of the same file is complete). So a recording is made again, up to eight times,
+// until perf completes the truth's stacks itself; the attempts are a test property.
+Stock stock_record(const TempDir& dir) {
+  Stock s;
+  int attempt = 0;
+  for (; attempt < 8; ++attempt) {
+    s = stock_attempt(dir);
+    const auto reaches_main = [](const Stack& st) {
+      return std::any_of(st.begin(), st.end(), [](const auto& f) { return f.second == "main"; });
+    };
+    if (s.record.status == 0 && s.script.status == 0 && !s.blocked.empty() && !s.wakers.empty() &&
+        std::all_of(s.blocked.begin(), s.blocked.end(), reaches_main) &&
+        std::all_of(s.wakers.begin(), s.wakers.end(), reaches_main))
+      break;
+    usleep(200'000);
+  }
+  ::testing::Test::RecordProperty("stock_attempts", attempt + 1);
   return s;
 }
 
