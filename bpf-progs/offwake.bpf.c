@@ -278,13 +278,18 @@ int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-/* Lazy capture only: after an exec the user registers are the new program's. */
+/* After an exec the user registers are the new program's (lazy capture), and the process's
+ * code too: its unwind mappings go until user space writes the new image's (autoloaded for
+ * either). */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(offwake_exec, struct task_struct *p)
 {
 	struct offwake_counters *c;
 	struct offwake_task_block *b;
+	__u32 tgid = p->tgid;
 
+	if (cfg.unwind_tables)
+		bpf_map_delete_elem(&unwind_processes, &tgid);
 	b = task_block(p);
 	if (!b || !(b->flags & (TB_PENDING | TB_DEFER_USER)))
 		return 0;
@@ -301,16 +306,24 @@ int BPF_PROG(offwake_exec, struct task_struct *p)
 	return 0;
 }
 
-/* With follow_forks, a child process of a target becomes a target (autoloaded only then). */
+/* A new process: with follow_forks, a child process of a target becomes a target; with unwind
+ * tables, it starts with its parent's mappings (the same code at the same addresses), before it
+ * can run, where user space would learn of it only from the FORK record (autoloaded only for
+ * either). */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(offwake_fork, struct task_struct *parent, struct task_struct *child)
 {
 	struct offwake_counters *c = cpu_counters();
 	__u32 ptgid = parent->tgid;
 	__u32 ctgid = child->tgid;
+	const struct offwake_unwind_process *tables;
 	__u8 one = 1;
 
-	if (!cfg.filter_tgids || ptgid == ctgid || !bpf_map_lookup_elem(&target_tgids, &ptgid))
+	if (ptgid == ctgid)
+		return 0;
+	if (cfg.unwind_tables && (tables = bpf_map_lookup_elem(&unwind_processes, &ptgid)))
+		bpf_map_update_elem(&unwind_processes, &ctgid, tables, BPF_ANY);
+	if (!cfg.filter_tgids || !bpf_map_lookup_elem(&target_tgids, &ptgid))
 		return 0;
 	if (bpf_map_update_elem(&target_tgids, &ctgid, &one, BPF_ANY) == 0)
 		COUNT(c, forks_followed);

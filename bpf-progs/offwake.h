@@ -187,6 +187,23 @@ struct offwake_event {
 #define OFFWAKE_KERNEL 0
 #define OFFWAKE_USER 1
 
+/* How a user stack walk of these programs ended (not with the kernel walker), one counter
+ * each: what the summary prints and the tests check. */
+enum offwake_walk_end {
+	OFFWAKE_WALK_COMPLETE = 0,    /* at the outermost frame: a row saying the return address is
+	                               * undefined (_start, a thread's start), or a zero frame
+	                               * pointer */
+	OFFWAKE_WALK_DEPTH = 1,       /* --max-stack frames taken */
+	OFFWAKE_WALK_BAD_FRAME = 2,   /* the next frame would lie outside the thread's stack, or its
+	                               * return address is no user address: with frame pointers,
+	                               * the usual end in code built without them */
+	OFFWAKE_WALK_UNREADABLE = 3,  /* the stack could not be read there (not present) */
+	OFFWAKE_WALK_NO_ROW = 4,      /* tables: no FDE covers the pc */
+	OFFWAKE_WALK_EXPRESSION = 5,  /* tables: a DWARF expression the walker does not follow */
+	OFFWAKE_WALK_UNSUPPORTED = 6, /* tables: a rule the walker does not follow */
+	OFFWAKE_WALK_ENDS = 7,
+};
+
 /* Per-CPU counters, one element in a PERCPU_ARRAY; user space sums the CPUs. Stack
  * counters count stack captures (blocked and waker stacks alike), not keys. */
 struct offwake_counters {
@@ -241,6 +258,13 @@ struct offwake_counters {
 	                             * to the stop (waker OFFWAKE_WAKER_STILL_BLOCKED) */
 	__u64 still_blocked_filtered; /* ... not kept: shorter than --min-block so far, or already
 	                               * longer than --max-block (also counted in filtered) */
+	__u64 user_walk_end[OFFWAKE_WALK_ENDS]; /* user stacks walked, by how the walk ended */
+	__u64 user_walk_no_tables;  /* --user-walker=auto: user stacks of a process with no unwind
+	                             * tables yet, walked by frame pointers */
+	__u64 user_table_frames;    /* frames found with the unwind tables */
+	__u64 user_fp_frames;       /* ... by frame pointer in a process with tables: the pc in no
+	                             * mapping with a table (JIT code, vDSO, a binary whose table
+	                             * is not built yet or did not fit) */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every
@@ -270,6 +294,9 @@ struct offwake_config {
 	__u32 user_task_work;      /* lazily, deferred user stacks are walked by a task work run on
 	                            * the task's return to user space (bpf_task_work_schedule_resume,
 	                            * Linux 6.18), not by a program on every system call exit */
+	__u32 unwind_tables;       /* user stacks by the unwind tables of .eh_frame (unwind_row.h),
+	                            * with frame pointers where a pc has none (--user-walker=auto) */
+	__u32 reserved_cfg;
 	__u32 chain_depth;         /* hops of wakeup chain per block, 1 .. OFFWAKE_MAX_CHAIN_DEPTH
 	                            * (1: the waker only) */
 	__u64 user_stack_limit;    /* a user frame lies within this many bytes above the stack

@@ -85,26 +85,118 @@ OFFWAKE_UNWIND_INLINE __s32 offwake_unwind_rbp_offset(__u32 rule)
 	return (__s32)units * 8;
 }
 
+/* One halving of the search for the last row whose pc is at or below `pc`, with the rows
+ * [*lo, *hi) still in question: `mid_pc` is the pc of row offwake_unwind_mid(*lo, *hi). The
+ * answer is *lo - 1 once *lo == *hi. The one step of both searches: over an array here, over a
+ * BPF map in the walker. */
+OFFWAKE_UNWIND_INLINE __u32 offwake_unwind_mid(__u32 lo, __u32 hi)
+{
+	return lo + (hi - lo) / 2;
+}
+
+OFFWAKE_UNWIND_INLINE void offwake_unwind_halve(__u32 *lo, __u32 *hi, __u32 mid_pc, __u32 pc)
+{
+	__u32 mid = offwake_unwind_mid(*lo, *hi);
+
+	if (mid_pc <= pc)
+		*lo = mid + 1;
+	else
+		*hi = mid;
+}
+
 /* The index of the row that holds `pc` (an offset from the table's base): the last row whose
  * pc is at or below it, or -1 if `pc` comes before the first row. A fixed number of halvings,
- * whatever `n`, so that the verifier sees a bounded loop; the BPF walker reads rows[mid] from
- * a map instead of an array. */
+ * whatever `n`, so that the verifier sees a bounded loop. */
 OFFWAKE_UNWIND_INLINE long offwake_unwind_search(const struct offwake_unwind_row *rows, __u32 n,
 						 __u32 pc)
 {
-	__u32 lo = 0, hi = n; /* the answer is in [lo, hi) once shifted down by one */
+	__u32 lo = 0, hi = n;
 	int i;
 
-	for (i = 0; i < OFFWAKE_UNWIND_SEARCH_STEPS && lo < hi; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		if (rows[mid].pc <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	for (i = 0; i < OFFWAKE_UNWIND_SEARCH_STEPS && lo < hi; i++)
+		offwake_unwind_halve(&lo, &hi, rows[offwake_unwind_mid(lo, hi)].pc, pc);
 	return (long)lo - 1;
 }
+
+/* The executable mappings of one process that have a table, sorted by start, for the walker
+ * to find the table of a pc: the value of the BPF map unwind_processes, keyed by tgid, written
+ * by user space (perf-plugin/unwind/process_mappings) whenever the process maps code. A pc in
+ * no mapping here (JIT code, the vDSO, a binary whose table has not been built or did not fit)
+ * is walked by its frame pointer. */
+#define OFFWAKE_UNWIND_MAX_MAPPINGS 128 /* a power of 2: the search masks with it */
+#define OFFWAKE_UNWIND_MAPPING_STEPS 8  /* halvings that find one of OFFWAKE_UNWIND_MAX_MAPPINGS */
+
+struct offwake_unwind_mapping {
+	__u64 start;     /* first address of the mapping */
+	__u64 end;       /* and past its last */
+	__u64 bias;      /* pc - bias is the pc's offset in its table (row pc) */
+	__u32 first_row; /* the table: rows [first_row, first_row + rows) of unwind_rows */
+	__u32 rows;
+};
+
+struct offwake_unwind_process {
+	__u32 n; /* mappings used, at most OFFWAKE_UNWIND_MAX_MAPPINGS */
+	__u32 reserved;
+	struct offwake_unwind_mapping m[OFFWAKE_UNWIND_MAX_MAPPINGS];
+};
+
+/* One halving of the search for the mapping of `p` that holds `pc`, with mappings [*lo, *hi)
+ * still in question; 1 once there is nothing left to halve. The step of both searches: the
+ * loop below, and a bpf_loop callback in the walker (where a loop of its own would be
+ * verified once per path through it). */
+OFFWAKE_UNWIND_INLINE int offwake_unwind_mapping_halve(const struct offwake_unwind_process *p, __u64 pc,
+						       __u32 *lo, __u32 *hi)
+{
+	__u32 mid;
+
+	if (*lo >= *hi || *hi > OFFWAKE_UNWIND_MAX_MAPPINGS)
+		return 1;
+	mid = offwake_unwind_mid(*lo, *hi) & (OFFWAKE_UNWIND_MAX_MAPPINGS - 1);
+	if (p->m[mid].start <= pc)
+		*lo = mid + 1;
+	else
+		*hi = mid;
+	return 0;
+}
+
+/* Once the halving is done: the mapping that holds `pc`, or 0. */
+OFFWAKE_UNWIND_INLINE const struct offwake_unwind_mapping *
+offwake_unwind_mapping_found(const struct offwake_unwind_process *p, __u64 pc, __u32 lo)
+{
+	const struct offwake_unwind_mapping *m;
+
+	if (!lo)
+		return 0;
+	m = &p->m[(lo - 1) & (OFFWAKE_UNWIND_MAX_MAPPINGS - 1)];
+	return pc < m->end ? m : 0;
+}
+
+/* The upper bound the search starts from. */
+OFFWAKE_UNWIND_INLINE __u32 offwake_unwind_mappings(const struct offwake_unwind_process *p)
+{
+	return p->n < OFFWAKE_UNWIND_MAX_MAPPINGS ? p->n : OFFWAKE_UNWIND_MAX_MAPPINGS;
+}
+
+/* The mapping of `p` that holds `pc`, or 0. */
+OFFWAKE_UNWIND_INLINE const struct offwake_unwind_mapping *
+offwake_unwind_find_mapping(const struct offwake_unwind_process *p, __u64 pc)
+{
+	__u32 lo = 0, hi = offwake_unwind_mappings(p);
+	int i;
+
+	for (i = 0; i < OFFWAKE_UNWIND_MAPPING_STEPS; i++)
+		if (offwake_unwind_mapping_halve(p, pc, &lo, &hi))
+			break;
+	return offwake_unwind_mapping_found(p, pc, lo);
+}
+
+/* Where a signal trampoline's frame keeps the interrupted registers: at its rsp lies the
+ * kernel's struct ucontext (uc_flags, uc_link, uc_stack: 40 bytes), then struct sigcontext
+ * (r8 ... r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip: 8 bytes each). The Linux x86-64
+ * signal frame ABI. */
+#define OFFWAKE_UNWIND_SIGNAL_RBP (40 + 10 * 8)
+#define OFFWAKE_UNWIND_SIGNAL_RSP (40 + 15 * 8)
+#define OFFWAKE_UNWIND_SIGNAL_RIP (40 + 16 * 8)
 
 /* The CFA of a frame under rule `rule` (CFA_RSP, CFA_RBP or PLT), from its rsp, rbp and pc;
  * 0 for a kind that gives none. */

@@ -1,68 +1,161 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* User stacks, walked by frame pointers from the registers a task entered the kernel with.
- * The programs walk them themselves, rather than with bpf_get_stackid(BPF_F_USER_STACK)
- * (still used with cfg.kernel_user_walker), so that a walk stops before a read that would
- * fault, and so that the stack of a task that is not running can be walked too. */
+/* User stacks, walked from the registers a task entered the kernel with: frame by frame with
+ * the unwind tables of .eh_frame (unwind_tables.bpf.h, --user-walker=auto), which serve code
+ * built without frame pointers, or by frame pointers (--user-walker=fp, and wherever a pc has
+ * no table). The programs walk them themselves, rather than with
+ * bpf_get_stackid(BPF_F_USER_STACK) (still used with cfg.kernel_user_walker), so that a walk
+ * stops before a read that would fault, and so that the stack of a task that is not running
+ * can be walked too. */
 #ifndef OFFWAKE_USER_STACK_BPF_H
 #define OFFWAKE_USER_STACK_BPF_H
 
 #include "stacks.bpf.h"
+#include "unwind_tables.bpf.h"
 
 struct walk_ctx {
 	struct scratch *s;
-	struct task_struct *task; /* another task (walk_task_frame), or 0 for the current one */
-	__u64 fp;
-	__u64 lo; /* a frame lies at or above this */
-	__u64 hi; /* ... and below this */
+	struct task_struct *task; /* another task (walk_task_frame), or the current one */
+	const struct offwake_unwind_process *proc; /* its tables; 0: frame pointers only */
+	__u64 pc, sp, bp; /* the registers of the frame last found */
+	__u64 hi;         /* the thread's stack lies below this */
 	__u32 nr;
 	__u32 depth;
+	__u32 exact;      /* pc is where the frame stopped, not a return address: the first frame,
+	                   * and the frame a signal interrupted */
+	__u32 end;        /* OFFWAKE_WALK_*, once the walk has ended */
+	__u32 table_frames, fp_frames;
 };
 
-/* One frame: {next frame pointer, return address} at fp. Stops where bpf_get_stackid's walk
- * would fault or find nothing: a frame pointer that is zero, misaligned, not above the
- * previous frame or outside the thread's stack. Also at a return address that is no user
- * address (code without frame pointers left other data there): the frames so far are kept.
- * A read that faults costs a page fault with exception fixup, microseconds, and gives
- * nothing. The stack is read a window at a time, within one page, so that shallow stacks
- * cost one read. */
-static __always_inline long walk_step(struct walk_ctx *w, int other_task)
+/* Ends the walk: a bpf_loop callback's "stop". */
+static __always_inline long walk_end(struct walk_ctx *w, __u32 why)
+{
+	w->end = why;
+	return 1;
+}
+
+/* The 8 bytes of stack at `addr`, which must lie between the frame's sp and the top of the
+ * thread's stack: the walk never reads anywhere else. The stack is read a window at a time,
+ * within one page, so that shallow stacks cost one read. A read that faults costs a page fault
+ * with exception fixup, microseconds, and gives nothing. 0, or the OFFWAKE_WALK_* that ends
+ * the walk. */
+static __always_inline __u32 stack_word(struct walk_ctx *w, __u64 addr, __u64 *out, int other_task)
 {
 	struct scratch *s = w->s;
-	__u64 fp = w->fp, off, len, next, ret;
-	__u64 n = frame_index(w->nr);
+	__u64 len, off;
 	long err;
 
-	if (n >= w->depth || n >= OFFWAKE_MAX_STACK_DEPTH)
-		return 1;
-	if (!fp || (fp & 7) || fp < w->lo || fp >= w->hi)
-		return 1;
-	if (fp < s->win_start || fp + 16 > s->win_start + s->win_len) {
-		len = 4096 - (fp & 4095);
-		if (len < 16)
-			len = 16;
+	if ((addr & 7) || addr < w->sp || addr + 8 > w->hi)
+		return OFFWAKE_WALK_BAD_FRAME;
+	if (addr < s->win_start || addr + 8 > s->win_start + s->win_len) {
+		len = 4096 - (addr & 4095);
 		if (len > WINDOW)
 			len = WINDOW;
 		if (other_task)
-			err = bpf_copy_from_user_task(s->window, len, (void *)fp, w->task, 0);
+			err = bpf_copy_from_user_task(s->window, len, (void *)addr, w->task, 0);
 		else
-			err = bpf_probe_read_user(s->window, len, (void *)fp);
+			err = bpf_probe_read_user(s->window, len, (void *)addr);
 		if (err) {
 			s->win_len = 0;
-			return 1; /* unmapped: bpf_get_stackid's walk ends here too */
+			return OFFWAKE_WALK_UNREADABLE;
 		}
-		s->win_start = fp;
+		s->win_start = addr;
 		s->win_len = len;
 	}
-	off = (fp - s->win_start) & (WINDOW - 1);
-	next = *(__u64 *)&s->window[off];
-	ret = *(__u64 *)&s->window[off + 8];
-	if (!ret || ret >= OFFWAKE_USER_ADDR_LIMIT)
-		return 1;
-	s->st.ips[n] = ret;
-	w->nr = n + 1;
-	w->lo = fp + 16;
-	w->fp = next;
+	off = (addr - s->win_start) & (WINDOW - 1);
+	*out = *(__u64 *)&s->window[off];
 	return 0;
+}
+
+/* The caller's frame is found: its pc (a return address unless `exact`), sp and bp. */
+static __always_inline long next_frame(struct walk_ctx *w, __u64 pc, __u64 sp, __u64 bp, __u32 exact)
+{
+	struct scratch *s = w->s;
+	__u64 n = frame_index(w->nr);
+
+	if (!pc || pc >= OFFWAKE_USER_ADDR_LIMIT || sp <= w->sp)
+		return walk_end(w, OFFWAKE_WALK_BAD_FRAME);
+	if (n >= OFFWAKE_MAX_STACK_DEPTH)
+		return walk_end(w, OFFWAKE_WALK_DEPTH);
+	s->st.ips[n] = pc;
+	w->nr = n + 1;
+	w->pc = pc;
+	w->sp = sp;
+	w->bp = bp;
+	w->exact = exact;
+	return 0;
+}
+
+/* By frame pointer: {caller's rbp, return address} at rbp. A zero rbp is the outermost frame
+ * (_start and a new thread clear it). */
+static __always_inline long fp_step(struct walk_ctx *w, int other_task)
+{
+	__u64 fp = w->bp, next, ret;
+	__u32 err;
+
+	if (!fp)
+		return walk_end(w, OFFWAKE_WALK_COMPLETE);
+	if ((err = stack_word(w, fp, &next, other_task)) || (err = stack_word(w, fp + 8, &ret, other_task)))
+		return walk_end(w, err);
+	return next_frame(w, ret, fp + 16, next, 0);
+}
+
+/* By the row of the table: the CFA from rsp or rbp, the return address just below it, rbp
+ * restored where it was saved. A signal trampoline's caller is the interrupted frame, whose
+ * registers the kernel left on the stack. */
+static __always_inline long table_step(struct walk_ctx *w, const struct offwake_unwind_mapping *m, int other_task)
+{
+	/* A return address is the instruction after a call, which may begin the next function:
+	 * its rule is the one of the byte before. */
+	__u32 rule = unwind_rule(m, w->pc - m->bias - (w->exact ? 0 : 1));
+	__u64 cfa, ret, bp = w->bp, sp;
+	__s32 rbp_at;
+	__u32 err;
+
+	switch (offwake_unwind_kind(rule)) {
+	case OFFWAKE_UNWIND_CFA_RSP:
+	case OFFWAKE_UNWIND_CFA_RBP:
+	case OFFWAKE_UNWIND_PLT:
+		break;
+	case OFFWAKE_UNWIND_END_OF_STACK:
+		return walk_end(w, OFFWAKE_WALK_COMPLETE);
+	case OFFWAKE_UNWIND_SIGNAL:
+		if ((err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RBP, &bp, other_task)) ||
+		    (err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RSP, &sp, other_task)) ||
+		    (err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RIP, &ret, other_task)))
+			return walk_end(w, err);
+		return next_frame(w, ret, sp, bp, 1);
+	case OFFWAKE_UNWIND_NONE:
+		return walk_end(w, OFFWAKE_WALK_NO_ROW);
+	case OFFWAKE_UNWIND_EXPRESSION:
+		return walk_end(w, OFFWAKE_WALK_EXPRESSION);
+	default:
+		return walk_end(w, OFFWAKE_WALK_UNSUPPORTED);
+	}
+	cfa = offwake_unwind_cfa(rule, w->sp, w->bp, w->pc);
+	if ((err = stack_word(w, cfa - 8, &ret, other_task)))
+		return walk_end(w, err);
+	rbp_at = offwake_unwind_rbp_offset(rule);
+	if (rbp_at && (err = stack_word(w, cfa + rbp_at, &bp, other_task)))
+		return walk_end(w, err);
+	return next_frame(w, ret, cfa, bp, 0);
+}
+
+/* One frame, by the tables where the pc has one, else by frame pointer. */
+static __always_inline long walk_step(struct walk_ctx *w, int other_task)
+{
+	const struct offwake_unwind_mapping *m;
+
+	if (w->nr >= w->depth)
+		return walk_end(w, OFFWAKE_WALK_DEPTH);
+	if (w->proc) {
+		m = unwind_mapping(w->proc, w->pc);
+		if (m && m->rows) {
+			w->table_frames++;
+			return table_step(w, m, other_task);
+		}
+		w->fp_frames++;
+	}
+	return fp_step(w, other_task);
 }
 
 static long walk_frame(__u32 i, void *data)
@@ -104,13 +197,30 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	s->win_len = 0;
 	w.s = s;
 	w.task = t;
-	w.fp = regs_fp(regs);
-	w.lo = regs_sp(regs);
-	w.hi = w.lo + cfg.user_stack_limit;
+	w.pc = regs_ip(regs);
+	w.sp = regs_sp(regs);
+	w.bp = regs_fp(regs);
+	w.hi = w.sp + cfg.user_stack_limit;
 	w.nr = 1;
 	w.depth = cfg.stack_depth;
+	w.exact = 1;
+	w.end = OFFWAKE_WALK_DEPTH; /* unless a step ends it first */
+	if (cfg.unwind_tables) {
+		w.proc = unwind_process(t);
+		if (!w.proc)
+			COUNT(c, user_walk_no_tables);
+	}
 	bpf_loop(OFFWAKE_MAX_STACK_DEPTH, other_task ? walk_task_frame : walk_frame, &w, 0);
 	s->st.nr = w.nr;
+	if (c) {
+		__u32 end = w.end;
+
+		barrier_var(end);
+		if (end < OFFWAKE_WALK_ENDS)
+			c->user_walk_end[end]++;
+		c->user_table_frames += w.table_frames;
+		c->user_fp_frames += w.fp_frames;
+	}
 	return store_stack(s, OFFWAKE_USER, c);
 }
 

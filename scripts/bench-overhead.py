@@ -228,10 +228,10 @@ class Tracer:
         return [a.replace("{OUT}", output) for a in self.argv]
 
 
-TRACER_KEYS = ["offwake", "min-block", "user", "timeline", "chain4", "tracepoint", "bpftrace4", "bpftrace-floor",
+TRACER_KEYS = ["offwake", "fp", "min-block", "user", "timeline", "chain4", "tracepoint", "bpftrace4", "bpftrace-floor",
                "perf"]
 # Options that baselines (older perf-offwake binaries) may not have: their rows are skipped.
-NEW_OFFWAKE_KEYS = {"chain4", "tracepoint"}
+NEW_OFFWAKE_KEYS = {"chain4", "tracepoint", "fp"}
 
 
 def make_tracers(args, offwakes):
@@ -240,7 +240,7 @@ def make_tracers(args, offwakes):
     unknown = want - set(TRACER_KEYS)
     if unknown:
         raise BenchError(f"unknown tracer {', '.join(sorted(unknown))} (known: {','.join(TRACER_KEYS)})")
-    variants = [("offwake", []), ("min-block", ["--min-block", "1000"]), ("user", ["-u"]),
+    variants = [("offwake", []), ("fp", ["--user-walker", "fp"]), ("min-block", ["--min-block", "1000"]), ("user", ["-u"]),
                 ("timeline", ["--timeline"]), ("chain4", ["--chain-depth", "4"]),
                 ("tracepoint", ["--backend", "tracepoint"])]
     for prefix, binary in offwakes:
@@ -279,6 +279,7 @@ def make_workloads(args):
     b = args.build
     all_ = {
         "pingpong": [f"{b}/tests/workloads/wl_pingpong", "-n", str(args.ops)],
+        "pingpong-nofp": [f"{b}/tests/bench/bench_pingpong_nofp", "-n", str(args.ops)],
         "pipe": [f"{b}/tests/bench/bench_pipe", "-n", str(args.ops)],
         "futex64": [f"{b}/tests/bench/bench_futex", "-n", str(args.ops), "-t", "64"],
     }
@@ -483,6 +484,15 @@ def print_overhead_table(args, workloads, tracers, results):
                          f"{min(paired):.2f}-{max(paired):.2f}" if paired and t.kind != "none" else "",
                          fmt(median_of(rs, "blocks"), 2), fmt(median_of(rs, "bpf")), fmt(median_of(rs, "runs"), 2), fmt(median_of(rs, "cpu"))])
     print_table(head, rows, left=2)
+    # Issue 23: the unwind tables' walk (the default, auto) against frame pointers alone, which
+    # on code built without them gives one or two frames: BPF ns/op of the one over the other.
+    auto = next((t for t in tracers if t.argv[-1:] == ["{OUT}"] and t.label.endswith("offwake")), None)
+    fp = next((t for t in tracers if t.label.endswith("--user-walker fp")), None)
+    for w in workloads:
+        if auto and fp and results[(w, auto.label)] and results[(w, fp.label)]:
+            a, f = median_of(results[(w, auto.label)], "bpf"), median_of(results[(w, fp.label)], "bpf")
+            if a is not None and f:
+                print(f"{w}: BPF ns/op of --user-walker=auto over fp: {a / f:.2f} ({fmt(a)} / {fmt(f)})")
     for t in tracers:
         if t.failure:
             print(f"failed: {t.label}: {t.failure}")

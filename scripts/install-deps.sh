@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything perf-offwake needs to build on Debian 12, from nothing, and with --tests
 # what only the tests need on top: the readers they check our output with (go tool pprof,
-# headless Chromium, perf 6.12 built from the kernel source package, about 8 minutes).
+# headless Chromium, perf 6.12 built from the kernel source package, about 8 minutes), and the
+# software whose stacks they record (nginx, wrk).
 # Idempotent: a second run with everything present does no network work and no rebuild.
 #   usage: scripts/install-deps.sh [--tests] [PREFIX]   (PREFIX defaults to build/deps)
 set -euo pipefail
@@ -24,6 +25,10 @@ packages=(
 test_packages=(
   golang-go  # go tool pprof, the reader the --pprof tests check against
   chromium fonts-dejavu-core  # headless Chromium renders and drives the flame graph in the tests
+  # Complete user stacks of code without frame pointers (tests/e2e/complete_stacks_test.cpp):
+  # Debian's own such software under load, and the C library's full symbol table, so that perf
+  # script names start_thread, clone3 and __libc_start_call_main, where stacks must end.
+  nginx wrk libc6-dbg
 )
 if ((tests)); then packages+=("${test_packages[@]}"); fi
 

@@ -52,6 +52,8 @@ Error permission_hint(Error e) {
   return Error::unavailable(e.what() + " (perf offwake needs root, or CAP_BPF and CAP_PERFMON)", e.errnum());
 }
 
+bool cfg_unwind_tables(const LoaderOptions& o) { return o.unwind_tables && !o.kernel_user_walker; }
+
 void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
                bool task_work) {
   offwake_config& cfg = s->rodata->cfg;
@@ -68,6 +70,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.timeline = o.timeline;
   cfg.eager = o.eager;
   cfg.kernel_user_walker = o.kernel_user_walker;
+  cfg.unwind_tables = cfg_unwind_tables(o);
   cfg.sched_frames = o.sched_frames;
   cfg.user_task_work = task_work;
   cfg.user_stack_limit = o.user_stack_limit;
@@ -189,6 +192,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
       {s->maps.user_works, task_work ? o.user_work_entries : 1, "task work map"},
       // Never written in aggregated mode: the smallest size a ring buffer can have.
       {s->maps.events, o.timeline ? o.ringbuf_bytes : page, "timeline ring buffer"},
+      {s->maps.unwind_rows, o.unwind_tables ? o.unwind_rows : 1, "unwind table memory"},
+      {s->maps.unwind_processes, o.unwind_tables ? o.unwind_processes : 1, "unwind process map"},
   };
   for (const auto& m : sizes) {
     if (m.entries == 0) return Error::usage(std::string(m.what) + " needs at least one entry", EINVAL);
@@ -202,12 +207,12 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   const size_t stored = offsetof(offwake_stored_stack, ips) + depth * sizeof(uint64_t);
   if (int err = bpf_map__set_value_size(s->maps.stack_store, static_cast<uint32_t>(stored)))
     return Error("setting stack store depth", libbpf_errno(err));
-  bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks);
+  bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks || cfg_unwind_tables(o));
   bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty() || task_work);
   // Lazy capture without task work parks user stacks until a system call returns (a
   // program that runs on every system call of the machine: loaded only then).
   bpf_program__set_autoload(s->progs.offwake_sys_exit, lazy_capture(o) && !task_work);
-  bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o));
+  bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o) || cfg_unwind_tables(o));
 
   // Load.
   if (int err = skel::offwake__load(s.get()))
@@ -400,5 +405,10 @@ int OffwakeBpf::task_blocks_fd() const { return bpf_map__fd(skel_->maps.task_blo
 int OffwakeBpf::cpu_current_fd() const { return bpf_map__fd(skel_->maps.cpu_current); }
 bool OffwakeBpf::user_task_work() const { return skel_->rodata->cfg.user_task_work != 0; }
 int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
+int OffwakeBpf::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }
+int OffwakeBpf::unwind_processes_fd() const { return bpf_map__fd(skel_->maps.unwind_processes); }
+uint32_t OffwakeBpf::unwind_rows_capacity() const {
+  return skel_->rodata->cfg.unwind_tables ? bpf_map__max_entries(skel_->maps.unwind_rows) : 0;
+}
 
 }  // namespace offwake::bpf

@@ -37,6 +37,12 @@ struct LoaderOptions : BlockFilters {
   // frame-pointer walk, which gives the same frames without the faulting read that ends
   // most of the kernel's walks.
   bool kernel_user_walker = false;
+  // User stacks by the unwind tables of .eh_frame (bpf-progs/unwind_row.h) where a pc has
+  // one, by frame pointer elsewhere (--user-walker=auto). The tables go into unwind_rows
+  // (UnwindMaps) before a process's mappings that name them. x86-64 only.
+  bool unwind_tables = false;
+  uint32_t unwind_rows = 4u << 20;        // capacity of unwind_rows (8 bytes a row)
+  uint32_t unwind_processes = 8192;        // processes with tables at once
   // Lazily, deferred user stacks are walked by a task work on the task's way back to user
   // space (Linux 6.18's bpf_task_work_schedule_resume), or where that kfunc is missing (or
   // with kernel_user_walker, whose helper needs a program context) only for blocks inside
@@ -142,6 +148,9 @@ class OffwakeBpf {
   int task_blocks_fd() const;  // task storage: key a pidfd, value struct offwake_task_block
   int cpu_current_fd() const;  // per CPU: the tid the programs last saw switched in
   int events_map_fd() const;
+  int unwind_rows_fd() const;       // array of offwake_unwind_row, BPF_F_MMAPABLE
+  int unwind_processes_fd() const;  // key tgid, value struct offwake_unwind_process
+  uint32_t unwind_rows_capacity() const;  // 0 without tables
   uint32_t stack_depth() const { return stack_depth_; }
   // Whether interrupt-context wakers can be told apart on this kernel (x86: preempt_count
   // located through vmlinux BTF). Without it wakers carry OFFWAKE_WAKER_IRQ_UNKNOWN.

@@ -60,8 +60,11 @@ int cmd_record(const std::vector<std::string>& args) {
       flag_option(0, "eager", &o.eager, "take every stack at once, even for blocks the filters drop"),
       flag_option(0, "sched-frames", &o.sched_frames,
                   "keep the scheduler's own frames (mutex_lock, io_schedule, ...) in blocked kernel stacks"),
-      string_option(0, "user-walker", "bpf|kernel", &o.user_walker,
-                    "who walks user stacks: our BPF frame-pointer walk (default) or bpf_get_stackid()"),
+      string_option(0, "user-walker", "auto|fp|kernel", &o.user_walker,
+                    "who walks user stacks: .eh_frame unwind tables, frame pointers elsewhere (auto, default); "
+                    "frame pointers only (fp); bpf_get_stackid() (kernel)"),
+      uint_option(0, "unwind-memory", "mb", &o.unwind_memory_mb,
+                  "memory for unwind tables with --user-walker=auto, in MiB (default 64)"),
       uint_option(0, "chain-depth", "n", &o.chain_depth,
                   "wakeup chain: who woke the waker, up to n hops with their stacks (default 1)"),
       flag_option(0, "timeline", &o.timeline, "one sample per block with its real time (BPF ring buffer), not aggregated"),
@@ -76,8 +79,8 @@ int cmd_record(const std::vector<std::string>& args) {
       uint_option(0, "mmap-pages", "n", &o.mmap_pages,
                   "tracepoint back end: ring buffer pages per CPU, a power of two (default 1024)"),
       string_option(0, "call-graph", "fp|dwarf[,size]", &o.call_graph,
-                    "user stacks: frame pointers (default), or with --backend tracepoint a copy of SIZE "
-                    "bytes (default 8192) of user stack per event, unwound with DWARF CFI"),
+                    "the tracepoint back end's user stacks: the kernel's frame-pointer callchain (default), "
+                    "or a copy of SIZE bytes (default 8192) of user stack per event, unwound with DWARF CFI"),
       flag_option('v', "verbose", &o.verbose, "be more verbose (libbpf's messages)"),
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };
@@ -124,6 +127,7 @@ int cmd_record(const std::vector<std::string>& args) {
     return exec_errno ? Workload::exec_failure_status(exec_errno) : kExitFailure;
   }
   if (!o.quiet) print_record_summary(stderr, rec->stats);
+  if (o.verbose) print_unwind_failures(stderr, rec->stats);
   if (rec->workload_signal)
     fprintf(stderr, "[ perf offwake record: the command was killed by signal %d (%s); the recording up to then is kept ]\n",
             rec->workload_signal, strsignal(rec->workload_signal));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "record/user_unwind.h"
 #include "tracking/perf_event_set.h"
 
 namespace offwake {
@@ -16,9 +17,27 @@ class BpfBlocks : public BlockSource {
   BpfBlocks(bpf::OffwakeBpf bpf, bpf::StackTraceMap stacks, bool filter_tgids)
       : bpf_(std::move(bpf)), stacks_(std::move(stacks)), filter_tgids_(filter_tgids) {}
 
+  // --user-walker=auto: the tables of the processes in `seed` are built at start().
+  Status use_unwind_tables(UnwindSeed seed) {
+    auto maps = bpf::UnwindMaps::open(bpf_);
+    if (!maps) return maps.error();
+    unwind_.emplace(std::move(maps).value(), [this](uint32_t pid) { return is_target(pid); });
+    seed_ = std::move(seed);
+    return ok_status();
+  }
+
   const char* name() const override { return "bpf"; }
   uint32_t stack_depth() const override { return bpf_.stack_depth(); }
-  Status start() override { return bpf_.attach(); }
+  Status start() override {
+    if (unwind_) {
+      unwind_->seed(seed_.pids, seed_.all);
+      if (!seed_.command.empty()) unwind_->prepare_command(seed_.command);
+    }
+    return bpf_.attach();
+  }
+  void tracking(const perfdata::Record& r) override {
+    if (unwind_) unwind_->tracking(r);
+  }
 
   Status step(const EventFn& timeline) override {
     if (!bpf_.timeline()) return ok_status();
@@ -56,6 +75,7 @@ class BpfBlocks : public BlockSource {
     s.skipped_switches = misses->switches;
     s.skipped_wakeups = misses->wakeups;
     s.skipped_other = misses->other;
+    if (unwind_) s.unwind = unwind_->stats();
     return ok_status();
   }
 
@@ -81,17 +101,20 @@ class BpfBlocks : public BlockSource {
   bool filter_tgids_;
   std::unordered_set<uint32_t> targets_;
   uint64_t events_ = 0;
+  std::optional<UserUnwind> unwind_;  // after bpf_: unmaps its memory first
+  UnwindSeed seed_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options) {
+Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options, UnwindSeed seed) {
   auto bpf = bpf::OffwakeBpf::load(options);
   if (!bpf) return bpf.error();
   auto stacks = bpf->stack_trace_map();
   if (!stacks) return stacks.error();
-  return std::unique_ptr<BlockSource>(
-      new BpfBlocks(std::move(bpf).value(), std::move(stacks).value(), !options.tgids.empty()));
+  auto blocks = std::make_unique<BpfBlocks>(std::move(bpf).value(), std::move(stacks).value(), !options.tgids.empty());
+  if (options.unwind_tables) OFFWAKE_TRY(blocks->use_unwind_tables(std::move(seed)));
+  return std::unique_ptr<BlockSource>(std::move(blocks));
 }
 
 }  // namespace offwake

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "record/block_source.h"
 #include "bpf/offwake_loader.h"
@@ -13,6 +15,13 @@ namespace offwake {
 // The BPF back end. Fails with ErrorKind::kUnavailable when the programs cannot be loaded on
 // this machine (no BTF, no CAP_BPF, a verifier refusal): the BPF programs, not the options,
 // are why, and the tracepoint back end can take over.
-Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options);
+// With options.unwind_tables, the processes whose code gets unwind tables before the programs
+// attach: `seed_pids`, or every process if `seed_all`.
+struct UnwindSeed {
+  std::vector<uint32_t> pids;
+  bool all = false;
+  std::string command;  // a command about to run (its path): its tables are prepared
+};
+Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& options, UnwindSeed seed = {});
 
 }  // namespace offwake

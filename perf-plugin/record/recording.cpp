@@ -13,6 +13,7 @@
 #include "record/offwake_file.h"
 #include "record/tracepoint_blocks.h"
 #include "record/workload.h"
+#include "unwind_row.h"
 #include "samples/block_writer.h"
 #include "samples/offwake_events.h"
 #include "synth/host_info.h"
@@ -25,7 +26,7 @@ namespace offwake {
 
 std::string bpf_only_option(const RecordOptions& o) {
   if (o.chain_depth > 1) return "--chain-depth";
-  for (const char* name : {"--eager", "--user-walker", "--cgroup", "--stack-storage-size", "--map-size",
+  for (const char* name : {"--eager", "--user-walker", "--unwind-memory", "--cgroup", "--stack-storage-size", "--map-size",
                            "--process-map-size", "--ringbuf-size"})
     if (o.given.count(name)) return name;
   return "";
@@ -59,8 +60,9 @@ std::string record_usage_error(const RecordOptions& o) {
   if (o.mmap_pages == 0 || (o.mmap_pages & (o.mmap_pages - 1)) || o.mmap_pages > (1u << 20))
     return "--mmap-pages must be a power of two from 1 to 1048576";
   if (o.user_only && o.kernel_only) return "--user-threads-only and --kernel-threads-only exclude each other";
-  if (o.user_walker != "bpf" && o.user_walker != "kernel")
-    return "--user-walker takes bpf or kernel, not '" + o.user_walker + "'";
+  if (o.user_walker != "auto" && o.user_walker != "fp" && o.user_walker != "kernel")
+    return "--user-walker takes auto, fp or kernel, not '" + o.user_walker + "'";
+  if (o.unwind_memory_mb == 0 || o.unwind_memory_mb > 4096) return "--unwind-memory must be from 1 to 4096 MiB";
   if (o.process_entries == 0 || o.process_entries > (1u << 24))
     return "--process-map-size must be from 1 to 16777216";
   // Microseconds whose nanoseconds fit in 64 bits (over 500 years).
@@ -82,22 +84,36 @@ std::string record_usage_error(const RecordOptions& o) {
 
 namespace {
 
-// The first line of a message (a failed BPF load's carries libbpf's log after it).
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+// The unwind tables describe x86-64 code; elsewhere auto walks by frame pointer.
+#if defined(__x86_64__)
+constexpr bool kUnwindTablesHere = true;
+#else
+constexpr bool kUnwindTablesHere = false;
+#endif
 
-// -p names processes: a thread id that is not its process's id would match no block.
-Status check_process(uint32_t pid) {
-  const std::string status = "/proc/" + std::to_string(pid) + "/status";
+// A thread's process, as /proc says; nullopt if there is no such thread.
+std::optional<uint32_t> tgid_of(uint32_t tid) {
+  const std::string status = "/proc/" + std::to_string(tid) + "/status";
   FILE* f = fopen(status.c_str(), "re");
-  if (!f) return Error::usage("process " + std::to_string(pid) + " does not exist");
+  if (!f) return std::nullopt;
   char line[256];
   long tgid = -1;
   while (fgets(line, sizeof line, f))
     if (sscanf(line, "Tgid: %ld", &tgid) == 1) break;
   fclose(f);
-  if (tgid > 0 && static_cast<uint32_t>(tgid) != pid)
-    return Error::usage(std::to_string(pid) + " is a thread of process " + std::to_string(tgid) + ": use -p " +
-                 std::to_string(tgid) + " for the process, or -t " + std::to_string(pid) + " for the thread");
+  return tgid > 0 ? static_cast<uint32_t>(tgid) : tid;
+}
+
+// The first line of a message (a failed BPF load's carries libbpf's log after it).
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// -p names processes: a thread id that is not its process's id would match no block.
+Status check_process(uint32_t pid) {
+  auto tgid = tgid_of(pid);
+  if (!tgid) return Error::usage("process " + std::to_string(pid) + " does not exist");
+  if (*tgid != pid)
+    return Error::usage(std::to_string(pid) + " is a thread of process " + std::to_string(*tgid) + ": use -p " +
+                 std::to_string(*tgid) + " for the process, or -t " + std::to_string(pid) + " for the thread");
   return ok_status();
 }
 
@@ -115,6 +131,7 @@ class Recorder {
  private:
   BlockFilters filters() const;
   bpf::LoaderOptions loader_options() const;
+  UnwindSeed unwind_seed() const;
   TracepointBlockOptions tracepoint_options() const;
   Status open_source();
   Status drain_tracking();
@@ -134,6 +151,7 @@ class Recorder {
   std::optional<ProcessDescriptions> descriptions_;
   std::optional<BlockWriter> blocks_;
   std::set<uint32_t> pseudo_described_;
+  std::string command_;  // the command's name, as given
   OffwakeEventIds ids_;
   RecordStats stats_;
   int workload_status_ = 0, workload_signal_ = 0, exec_errno_ = 0;
@@ -163,6 +181,8 @@ bpf::LoaderOptions Recorder::loader_options() const {
   lo.eager = opt_.eager;
   lo.sched_frames = opt_.sched_frames;
   lo.kernel_user_walker = opt_.user_walker == "kernel";
+  lo.unwind_tables = opt_.user_walker == "auto" && kUnwindTablesHere;
+  lo.unwind_rows = static_cast<uint32_t>((opt_.unwind_memory_mb << 20) / sizeof(offwake_unwind_row));
   lo.cgroup_path = opt_.cgroup;
   lo.stack_map_entries = static_cast<uint32_t>(opt_.stack_entries);
   lo.aggregate_entries = static_cast<uint32_t>(opt_.map_entries);
@@ -171,6 +191,18 @@ bpf::LoaderOptions Recorder::loader_options() const {
   lo.ringbuf_bytes = static_cast<uint32_t>(opt_.ringbuf_mb << 20);
   lo.chain_depth = static_cast<uint32_t>(opt_.chain_depth);
   return lo;
+}
+
+// The processes whose tables are built before the programs attach: -p's, -t's process, or every
+// process when the recording is not about a command (system-wide, or a cgroup). A command gets
+// its tables once exec'd, from its MMAP2 records.
+UnwindSeed Recorder::unwind_seed() const {
+  UnwindSeed seed;
+  seed.pids = opt_.pids;
+  if (opt_.tid) seed.pids.push_back(tgid_of(static_cast<uint32_t>(opt_.tid)).value_or(static_cast<uint32_t>(opt_.tid)));
+  seed.all = seed.pids.empty() && (!workload_ || opt_.all_cpus);
+  if (workload_) seed.command = Workload::path_of(command_);
+  return seed;
 }
 
 TracepointBlockOptions Recorder::tracepoint_options() const {
@@ -195,7 +227,7 @@ Status Recorder::open_source() {
     source_ = std::move(tp).value();
     return ok_status();
   }
-  auto bpf = load_bpf_blocks(loader_options());
+  auto bpf = load_bpf_blocks(loader_options(), unwind_seed());
   if (bpf) {
     source_ = std::move(bpf).value();
     return ok_status();
@@ -252,6 +284,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
       exec_errno_ = s.error().errnum();
       return s;
     }
+    command_ = command[0];
     auto w = Workload::prepare(command, opt_.output == "-");
     if (!w) return w.error();
     workload_.emplace(std::move(w).value());
@@ -302,10 +335,16 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   OFFWAKE_TRY(source_->start());
   const uint64_t start = monotonic_ns();
   if (workload_) {
-    if (Status s = workload_->start(); !s) {
+    // With unwind tables, the command waits at its entry point until its code has them.
+    Status drained = ok_status();
+    Status s = opt_.user_walker == "auto" && source_->name() == std::string("bpf")
+                   ? workload_->start_held([&] { drained = drain_tracking(); })
+                   : workload_->start();
+    if (!s) {
       exec_errno_ = workload_->exec_errno();
       return s;
     }
+    OFFWAKE_TRY(drained);
   }
 
   auto write_event = [this](const offwake_event& e) { return blocks_->write(e); };
@@ -313,7 +352,9 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   while (!stop_) {
     // Wait for events at most 100 ms, and no later than --duration's end: the stop is on time.
     if (!source_->paced()) {
-      int wait_ms = 100;
+      // A command's first second: its MMAP2 records are read every 2 ms, so that its code
+      // has unwind tables (--user-walker=auto) before it has blocked much.
+      int wait_ms = workload_ && opt_.user_walker == "auto" && monotonic_ns() - start < 1'000'000'000ull ? 2 : 100;
       if (deadline) {
         const uint64_t now = monotonic_ns();
         wait_ms = now >= deadline ? 0 : static_cast<int>(std::min<uint64_t>(100, (deadline - now + 999'999) / 1'000'000));

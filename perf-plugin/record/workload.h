@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ class Workload {
   // Whether `command` is one execvp can run (looked up in PATH as execvp does); the error
   // says "cannot run 'cmd': No such file or directory" with that errno.
   static Status check_command(const std::string& command);
+  // The file execvp would run for `command`, or "".
+  static std::string path_of(const std::string& command);
   // With `stdout_to_stderr` (perf.data goes to our stdout) the command's output goes to stderr.
   static Result<Workload> prepare(const std::vector<std::string>& argv, bool stdout_to_stderr);
   Workload(Workload&&) noexcept;
@@ -28,6 +31,12 @@ class Workload {
   pid_t pid() const { return pid_; }
   // Lets the child exec the command. An exec failure is reported by wait().
   Status start();
+  // The same, but the command is held at its entry point, once its dynamic loader has mapped
+  // the libraries it needs, while `at_entry` runs: then their MMAP2 records are in the ring
+  // buffers, and the unwind tables of all its code can be in place before it runs a single
+  // instruction of its own (ptrace: a breakpoint at AT_ENTRY). Where it cannot be traced
+  // (ptrace forbidden) it runs at once, as with start(). x86-64 only.
+  Status start_held(const std::function<void()>& at_entry);
   // Non-blocking: true once the child has exited; its status is then exit_status().
   bool exited();
   // Blocks until the child exits.
@@ -45,6 +54,8 @@ class Workload {
  private:
   Workload() = default;
   void collect_exec_error();
+  void reaped(int wait_status);
+  void hold_until_entry(const std::function<void()>& at_entry);
 
   pid_t pid_ = -1;
   UniqueFd go_;      // write end: closing it lets the child exec

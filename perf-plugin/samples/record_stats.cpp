@@ -77,6 +77,29 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"dwarf_files_unusable", user_unwind.files_unusable},
       {"dwarf_user_frames", user_unwind.frames},
       {"dwarf_unwind_ns", user_unwind.ns},
+      {"user_walks_complete", c.user_walk_end[OFFWAKE_WALK_COMPLETE]},
+      {"user_walks_max_stack", c.user_walk_end[OFFWAKE_WALK_DEPTH]},
+      {"user_walks_bad_frame", c.user_walk_end[OFFWAKE_WALK_BAD_FRAME]},
+      {"user_walks_unreadable", c.user_walk_end[OFFWAKE_WALK_UNREADABLE]},
+      {"user_walks_no_unwind_row", c.user_walk_end[OFFWAKE_WALK_NO_ROW]},
+      {"user_walks_dwarf_expression", c.user_walk_end[OFFWAKE_WALK_EXPRESSION]},
+      {"user_walks_unsupported_rule", c.user_walk_end[OFFWAKE_WALK_UNSUPPORTED]},
+      {"user_walks_no_unwind_table_yet", c.user_walk_no_tables},
+      {"user_frames_by_table", c.user_table_frames},
+      {"user_frames_by_frame_pointer", c.user_fp_frames},
+      {"unwind_tables", unwind.tables},
+      {"unwind_table_bytes", unwind.bytes},
+      {"unwind_memory_bytes", unwind.capacity_bytes},
+      {"unwind_setup_ns", unwind.setup_ns},
+      {"unwind_build_ns", unwind.build_ns},
+      {"unwind_binaries_without_rows", unwind.no_rows},
+      {"unwind_binaries_unreadable", unwind.unreadable},
+      {"unwind_binaries_too_large", unwind.too_large},
+      {"unwind_processes", unwind.processes},
+      {"unwind_mappings", unwind.mappings},
+      {"unwind_mappings_without_table", unwind.mappings_without_table},
+      {"unwind_mappings_over_limit", unwind.mappings_over_limit},
+      {"unwind_process_map_full", unwind.publish_failures},
   };
   const std::pair<const char*, const StackLosses*> halves[] = {{"kernel", &kernel_missing}, {"user", &user_missing}};
   for (const auto& [half, l] : halves) {
@@ -133,6 +156,10 @@ unsigned long long u(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 }  // namespace
 
+void print_unwind_failures(FILE* out, const RecordStats& s) {
+  for (const std::string& why : s.unwind.failed) fprintf(out, "perf offwake record: no unwind table: %s\n", why.c_str());
+}
+
 void print_record_summary(FILE* out, const RecordStats& s) {
   const offwake_counters& c = s.counters;
   if (s.timeline_events) {
@@ -174,6 +201,34 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           u(c.missed_wakeups), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
           u(c.untraced_switches), u(c.still_blocked));
   print_user_unwind_summary(out, "record", s.user_unwind);
+  uint64_t walks = 0;
+  for (uint64_t n : c.user_walk_end) walks += n;
+  if (walks) {
+    const auto* e = c.user_walk_end;
+    fprintf(out,
+            "[ perf offwake record: %llu user stacks walked: %llu to the outermost frame, %llu at --max-stack; "
+            "ended early: %llu bad frame, %llu unreadable, %llu no unwind row, %llu DWARF expression, %llu "
+            "unsupported rule",
+            u(walks), u(e[OFFWAKE_WALK_COMPLETE]), u(e[OFFWAKE_WALK_DEPTH]), u(e[OFFWAKE_WALK_BAD_FRAME]),
+            u(e[OFFWAKE_WALK_UNREADABLE]), u(e[OFFWAKE_WALK_NO_ROW]), u(e[OFFWAKE_WALK_EXPRESSION]),
+            u(e[OFFWAKE_WALK_UNSUPPORTED]));
+    if (s.unwind.used)
+      fprintf(out, "; %llu before their process had unwind tables; frames: %llu by table, %llu by frame pointer",
+              u(c.user_walk_no_tables), u(c.user_table_frames), u(c.user_fp_frames));
+    fprintf(out, " ]\n");
+  }
+  if (s.unwind.used) {
+    const auto& w = s.unwind;
+    fprintf(out,
+            "[ perf offwake record: unwind tables: %llu binaries, %.1f of %.0f MB (--unwind-memory), %.0f ms at the "
+            "start; walked by frame pointers: %llu too large, %llu without .eh_frame rows, %llu unreadable",
+            u(w.tables), w.bytes / 1048576.0, w.capacity_bytes / 1048576.0, w.setup_ns / 1e6, u(w.too_large),
+            u(w.no_rows), u(w.unreadable));
+    if (w.mappings_over_limit || w.publish_failures)
+      fprintf(out, "; %llu mappings over the per-process limit, %llu processes not stored (map full)",
+              u(w.mappings_over_limit), u(w.publish_failures));
+    fprintf(out, " ]\n");
+  }
   if (s.tracepoint)
     fprintf(out,
             "[ perf offwake record: tracepoint back end: %llu scheduler events lost (ring buffer full), %llu out "

@@ -49,6 +49,15 @@ struct RecordStats {
   UserUnwindCounts user_unwind;
   uint64_t bytes = 0;
   std::string output;
+  // --user-walker=auto: the unwind tables (record/user_unwind.h).
+  struct Unwind {
+    bool used = false;
+    uint64_t tables = 0, bytes = 0, capacity_bytes = 0, setup_ns = 0, build_ns = 0;
+    uint64_t no_rows = 0, unreadable = 0, too_large = 0;  // binaries walked by frame pointers
+    uint64_t processes = 0, mappings = 0, mappings_without_table = 0, mappings_over_limit = 0;
+    uint64_t publish_failures = 0;
+    std::vector<std::string> failed;  // "path: why", for -v
+  } unwind;
 
   // Blocks that did not become samples, and wakeups that were not recorded.
   uint64_t lost_blocks() const;
@@ -61,6 +70,8 @@ struct RecordStats {
 void print_record_summary(FILE* out, const RecordStats& s);
 // The line on user stacks unwound from stack copies, if any were: "[ perf offwake COMMAND: ...".
 void print_user_unwind_summary(FILE* out, const char* command, const UserUnwindCounts& u);
+// -v: each binary whose code is walked by frame pointers for want of a table, and why.
+void print_unwind_failures(FILE* out, const RecordStats& s);
 
 // The key=value lines of an encoded section (RecordStats::encode()).
 Result<std::vector<std::pair<std::string, uint64_t>>> decode_record_stats(std::span<const uint8_t> section);

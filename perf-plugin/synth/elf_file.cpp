@@ -51,7 +51,14 @@ Status ElfFile::load() {
   if (elf_getphdrnum(elf(), &nphdr) != 0) return Error::bad_input("ELF program headers unreadable");
   for (size_t i = 0; i < nphdr; ++i) {
     GElf_Phdr ph;
-    if (!gelf_getphdr(elf(), static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
+    if (!gelf_getphdr(elf(), static_cast<int>(i), &ph)) continue;
+    if (ph.p_type == PT_INTERP) {
+      size_t size = 0;
+      const char* raw = elf_rawfile(elf(), &size);
+      if (raw && ph.p_offset < size && ph.p_filesz <= size - ph.p_offset)
+        interpreter_.assign(raw + ph.p_offset, strnlen(raw + ph.p_offset, ph.p_filesz));
+    }
+    if (ph.p_type != PT_LOAD) continue;
     segments_.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset, (ph.p_flags & PF_X) != 0});
   }
   Elf_Scn* scn = nullptr;
@@ -67,6 +74,24 @@ Status ElfFile::load() {
     }
   }
   return ok_status();
+}
+
+std::vector<std::string> ElfFile::needed() const {
+  std::vector<std::string> out;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf(), scn)) != nullptr) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || sh.sh_entsize == 0) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (!d) continue;
+    for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Dyn dyn;
+      if (!gelf_getdyn(d, static_cast<int>(i), &dyn) || dyn.d_tag == DT_NULL) break;
+      if (dyn.d_tag != DT_NEEDED) continue;
+      if (const char* name = elf_strptr(elf(), sh.sh_link, dyn.d_un.d_val)) out.emplace_back(name);
+    }
+  }
+  return out;
 }
 
 std::optional<ElfSymbol> ElfFile::find_function(const std::string& name) const {

@@ -35,6 +35,10 @@ class ElfFile {
   bool position_independent() const { return pie_; }
   // Looks a function up by name in .symtab, then .dynsym.
   std::optional<ElfSymbol> find_function(const std::string& name) const;
+  // The program interpreter (PT_INTERP, the dynamic loader), or "".
+  const std::string& interpreter() const { return interpreter_; }
+  // The sonames of DT_NEEDED, in order.
+  std::vector<std::string> needed() const;
   // File offset of a virtual address, through the PT_LOAD segment that holds it.
   std::optional<uint64_t> file_offset_of(uint64_t vaddr) const;
 
@@ -47,6 +51,7 @@ class ElfFile {
   perfdata::BuildId build_id_;
   std::vector<ElfSegment> segments_;
   bool pie_ = false;
+  std::string interpreter_;
 };
 
 // Parses an ELF note blob (as in .note.gnu.build-id or /sys/kernel/notes) for the GNU build id.

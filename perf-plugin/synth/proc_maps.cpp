@@ -35,6 +35,8 @@ std::vector<pid_t> numeric_entries(const std::string& dir) {
 
 }  // namespace
 
+std::vector<pid_t> list_processes() { return numeric_entries("/proc"); }
+
 Result<std::vector<ProcMapping>> read_proc_maps(pid_t pid) {
   std::string path = "/proc/" + std::to_string(pid) + "/maps";
   std::ifstream in(path);
@@ -120,7 +122,7 @@ Status synthesize_process(pid_t pid, BuildIdCache& build_ids, const RecordCallba
 }
 
 Status synthesize_all_processes(BuildIdCache& build_ids, const RecordCallback& emit) {
-  for (pid_t pid : numeric_entries("/proc")) OFFWAKE_TRY(synthesize_process(pid, build_ids, emit));
+  for (pid_t pid : list_processes()) OFFWAKE_TRY(synthesize_process(pid, build_ids, emit));
   return ok_status();
 }
 

@@ -27,6 +27,9 @@ struct ProcMapping {
 
 Result<std::vector<ProcMapping>> read_proc_maps(pid_t pid);
 
+// The ids of the processes alive now (the numeric entries of /proc).
+std::vector<pid_t> list_processes();
+
 // Caches build ids by path so that a library mapped by many processes is read once.
 class BuildIdCache {
  public:

@@ -61,7 +61,7 @@ struct Unwinding {
 // A process's Dwfl: its files reported as pcs need them, its thread state from the copy.
 class ProcessDwfl {
  public:
-  ProcessDwfl(uint32_t pid, uint64_t generation, ProcessMappings& mappings, MappedFiles& files,
+  ProcessDwfl(uint32_t pid, uint64_t generation, RecordedMappings& mappings, MappedFiles& files,
               UserUnwindCounts& counts)
       : pid_(pid), generation_(generation), mappings_(mappings), files_(files), counts_(counts),
         dwfl_(dwfl_begin(&kDwflCallbacks)) {}
@@ -75,7 +75,7 @@ class ProcessDwfl {
   // a module).
   bool report(uint64_t pc) {
     if (dwfl_addrmodule(dwfl_.get(), pc)) return attached_;
-    const Mapping* m = mappings_.find(pid_, pc);
+    const RecordedMapping* m = mappings_.find(pid_, pc);
     if (!m || failed_.count(m->path)) return false;
     const MappedFile& f = files_.get(m->path);
     std::optional<uint64_t> bias = f.bias(*m);
@@ -180,7 +180,7 @@ class ProcessDwfl {
 
   uint32_t pid_;
   uint64_t generation_;
-  ProcessMappings& mappings_;
+  RecordedMappings& mappings_;
   MappedFiles& files_;
   UserUnwindCounts& counts_;
   std::unique_ptr<Dwfl, DwflEnd> dwfl_;

@@ -15,7 +15,7 @@
 #include "callchain/user_stack.h"
 #include "perfdata/records.h"
 #include "unwind/mapped_files.h"
-#include "unwind/process_mappings.h"
+#include "unwind/recorded_mappings.h"
 
 namespace offwake::unwind {
 
@@ -58,7 +58,7 @@ class DwarfUnwinder {
   ProcessDwfl* process(uint32_t pid);
 
   DwarfUnwinderOptions opt_;
-  ProcessMappings mappings_;
+  RecordedMappings mappings_;
   MappedFiles files_;
   std::unordered_map<uint32_t, std::unique_ptr<ProcessDwfl>> processes_;
   uint64_t clock_ = 0;  // for the least recently used

@@ -1,18 +1,14 @@
 #include "unwind/mapped_files.h"
 
 #include "synth/elf_file.h"
+#include "unwind/load_bias.h"
 
 namespace offwake::unwind {
 
-std::optional<uint64_t> MappedFile::bias(const Mapping& m) const {
+std::optional<uint64_t> MappedFile::bias(const RecordedMapping& m) const {
   if (!position_independent) return 0;  // ET_EXEC: at its own addresses
-  // The segment whose pages the mapping starts at: file offset o is at m.start + (o - pgoff),
-  // and the segment puts o at vaddr + (o - offset).
-  constexpr uint64_t kPage = 4096;
-  for (const Load& l : loads) {
-    if (m.pgoff >= (l.offset & ~(kPage - 1)) && m.pgoff < l.offset + l.memsz)
-      return m.start - m.pgoff + l.offset - l.vaddr;
-  }
+  for (const Load& l : loads)
+    if (auto bias = segment_load_bias(m.start, m.pgoff, l.offset, l.vaddr, l.memsz)) return bias;
   return std::nullopt;
 }
 

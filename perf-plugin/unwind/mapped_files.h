@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "perfdata/records.h"
-#include "unwind/process_mappings.h"
+#include "unwind/recorded_mappings.h"
 
 namespace offwake::unwind {
 
@@ -25,7 +25,7 @@ struct MappedFile {
 
   // The load bias of `m` (run-time address minus the file's virtual address), or nullopt if
   // no load segment of the file is at the mapping's file offset.
-  std::optional<uint64_t> bias(const Mapping& m) const;
+  std::optional<uint64_t> bias(const RecordedMapping& m) const;
 };
 
 class MappedFiles {

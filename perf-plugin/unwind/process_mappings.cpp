@@ -1,96 +1,84 @@
 #include "unwind/process_mappings.h"
 
-#include <sys/mman.h>
-
-#include <iterator>
-
-#include "synth/proc_maps.h"
+#include <algorithm>
 
 namespace offwake::unwind {
 
-namespace {
-
-// A file that can be opened by its name: not anonymous memory, [vdso] or [stack], nor a file
-// deleted since it was mapped.
-bool is_file(const std::string& path) {
-  constexpr std::string_view kDeleted = " (deleted)";
-  return !path.empty() && path[0] == '/' && !path.ends_with(kDeleted);
+// The table and bias are looked up once, here: every later write of the process reuses them.
+void ProcessMappings::add(std::vector<CodeMapping>& list, CodeMapping m) {
+  ++stats_.mappings;
+  // What the new mapping covers was unmapped or replaced (unless the record of what
+  // replaced it came first).
+  bool older = false;
+  std::erase_if(list, [&](const CodeMapping& o) {
+    if (!(o.start < m.end && m.start < o.end)) return false;
+    if (o.time > m.time) older = true;
+    return o.time <= m.time;
+  });
+  if (older) return;
+  const StoredTable* t = tables_.get(m.binary);
+  auto bias = t->rows ? t->table.bias(m.start, m.pgoff) : std::nullopt;
+  if (bias)
+    m.resolved = {m.start, m.end, *bias, t->first_row, t->rows};
+  else
+    ++stats_.without_table;
+  list.push_back(std::move(m));
 }
 
-}  // namespace
-
-ProcessMappings::Process& ProcessMappings::process(uint32_t pid) {
-  auto [it, added] = processes_.try_emplace(pid);
-  if (added) {
-    it->second.generation = next_generation_++;
-    if (read_proc_) read_proc(pid, it->second);
-  }
-  return it->second;
+// The BPF value: the mappings with a table, sorted by address for the walker's search.
+void ProcessMappings::publish(uint32_t tgid) {
+  auto it = processes_.find(tgid);
+  if (it == processes_.end()) return publish_(tgid, nullptr);
+  std::vector<offwake_unwind_mapping> out;
+  for (const CodeMapping& m : it->second)
+    if (m.resolved.rows) out.push_back(m.resolved);
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  over_limit_[tgid] = out.size() > OFFWAKE_UNWIND_MAX_MAPPINGS ? out.size() - OFFWAKE_UNWIND_MAX_MAPPINGS : 0;
+  out.resize(std::min<size_t>(out.size(), OFFWAKE_UNWIND_MAX_MAPPINGS));
+  offwake_unwind_process v{};
+  v.n = static_cast<uint32_t>(out.size());
+  std::copy(out.begin(), out.end(), v.m);
+  publish_(tgid, &v);
 }
 
-void ProcessMappings::read_proc(uint32_t pid, Process& p) {
-  auto maps = read_proc_maps(static_cast<pid_t>(pid));
-  if (!maps) return;  // gone: its stacks have no mappings
-  for (const ProcMapping& m : *maps) {
-    if (m.perms.size() < 3 || m.perms[2] != 'x' || !is_file(m.path)) continue;
-    p.by_start[m.start] = Mapping{m.start, m.end, m.pgoff, m.path, {}};
-  }
+ProcessMappingStats ProcessMappings::stats() const {
+  ProcessMappingStats s = stats_;
+  for (const auto& [tgid, n] : over_limit_) s.over_limit += n;
+  return s;
 }
 
-void ProcessMappings::remove_overlaps(Process& p, uint64_t start, uint64_t end) {
-  auto it = p.by_start.lower_bound(start);
-  if (it != p.by_start.begin() && std::prev(it)->second.end > start) --it;
-  bool changed = false;
-  while (it != p.by_start.end() && it->second.start < end) {
-    Mapping old = it->second;
-    it = p.by_start.erase(it);
-    changed = true;
-    if (old.start < start) {
-      Mapping left = old;
-      left.end = start;
-      p.by_start[left.start] = left;
-    }
-    if (old.end > end) {
-      Mapping right = old;
-      right.pgoff += end - old.start;
-      right.start = end;
-      it = p.by_start.emplace(right.start, right).first;
-      ++it;
-    }
-  }
-  if (changed) p.generation = next_generation_++;
+void ProcessMappings::map(uint32_t tgid, const CodeMapping& m) {
+  auto [it, added] = processes_.try_emplace(tgid);
+  stats_.processes += added;
+  add(it->second, m);
+  publish(tgid);
 }
 
-void ProcessMappings::mmap(const perfdata::Mmap2Record& m) {
-  if (m.len == 0 || (m.cpumode & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) return;
-  Process& p = process(m.pid);
-  remove_overlaps(p, m.start, m.start + m.len);
-  if (!(m.prot & PROT_EXEC) || !is_file(m.filename)) return;
-  p.by_start[m.start] = Mapping{m.start, m.start + m.len, m.pgoff, m.filename, m.build_id};
+void ProcessMappings::map_all(uint32_t tgid, const std::vector<CodeMapping>& ms) {
+  auto [it, added] = processes_.try_emplace(tgid);
+  stats_.processes += added;
+  for (const auto& m : ms) add(it->second, m);
+  publish(tgid);
 }
 
-void ProcessMappings::fork(uint32_t parent_pid, uint32_t child_pid) {
-  if (parent_pid == child_pid) return;
-  Process child;
-  child.by_start = process(parent_pid).by_start;
-  child.generation = next_generation_++;
-  processes_[child_pid] = std::move(child);
+void ProcessMappings::exec(uint32_t tgid, uint64_t time) {
+  auto it = processes_.find(tgid);
+  if (it == processes_.end()) return;
+  if (std::erase_if(it->second, [&](const CodeMapping& m) { return m.time < time; })) publish(tgid);
 }
 
-void ProcessMappings::exec(uint32_t pid) {
-  Process& p = processes_[pid];  // not read from /proc: the new program's mappings follow
-  p.by_start.clear();
-  p.generation = next_generation_++;
+void ProcessMappings::fork(uint32_t parent, uint32_t child) {
+  auto it = processes_.find(parent);
+  // A child already known mapped code of its own (its exec's records came first).
+  if (it == processes_.end() || parent == child || processes_.count(child)) return;
+  processes_.emplace(child, it->second);
+  ++stats_.processes;
+  publish(child);
 }
 
-const Mapping* ProcessMappings::find(uint32_t pid, uint64_t addr) {
-  Process& p = process(pid);
-  auto it = p.by_start.upper_bound(addr);
-  if (it == p.by_start.begin()) return nullptr;
-  --it;
-  return addr < it->second.end ? &it->second : nullptr;
+void ProcessMappings::exit(uint32_t tgid) {
+  if (processes_.erase(tgid)) publish_(tgid, nullptr);
 }
-
-uint64_t ProcessMappings::generation(uint32_t pid) { return process(pid).generation; }
 
 }  // namespace offwake::unwind
+

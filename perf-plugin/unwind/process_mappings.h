@@ -1,52 +1,67 @@
-// The executable file mappings of each process over a recording, from its MMAP/MMAP2, FORK and
-// COMM (exec) records in time order: where the code of a user stack's pcs is. A live recording
-// reads a process that existed before it from /proc, once, when it first needs it.
+// Which table serves which code, per process: the executable file mappings of each process
+// the recording follows, as /proc/PID/maps lists them at the start and MMAP2, COMM (exec),
+// FORK and EXIT records report them after. For each change, the process's value of the BPF
+// map unwind_processes (bpf-progs/unwind_row.h) is made anew; the caller writes it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
-#include "perfdata/records.h"
+#include "unwind/table_store.h"
 
 namespace offwake::unwind {
 
-struct Mapping {
+// One executable mapping of a file.
+struct CodeMapping {
   uint64_t start = 0, end = 0, pgoff = 0;
-  std::string path;
-  perfdata::BuildId build_id;  // the recording's, when it has one
+  uint64_t time = 0;  // when it was mapped (0: before the recording)
+  BinaryRef binary;
+  // Set by ProcessMappings when the mapping is added: its table and bias (rows == 0: none,
+  // frame pointers there).
+  offwake_unwind_mapping resolved{};
+};
+
+struct ProcessMappingStats {
+  uint64_t processes = 0;      // processes given tables
+  uint64_t mappings = 0;       // executable file mappings seen
+  uint64_t without_table = 0;  // ... whose binary has no table (walked by frame pointers)
+  uint64_t over_limit = 0;     // ... with a table, beyond OFFWAKE_UNWIND_MAX_MAPPINGS in their
+                               // process when it was last written
 };
 
 class ProcessMappings {
  public:
-  // `read_proc`: a process no record described is read from /proc/PID/maps.
-  explicit ProcessMappings(bool read_proc) : read_proc_(read_proc) {}
+  // `publish(tgid, value)` writes a process's mappings; `publish(tgid, nullptr)` removes them.
+  using PublishFn = std::function<void(uint32_t tgid, const offwake_unwind_process* value)>;
+  ProcessMappings(TableStore& tables, PublishFn publish) : tables_(tables), publish_(std::move(publish)) {}
 
-  // A mapping replaces what it overlaps (of any kind); executable file mappings are kept.
-  void mmap(const perfdata::Mmap2Record& m);
-  // A new process starts with its parent's mappings; one that exec'd has none left.
-  void fork(uint32_t parent_pid, uint32_t child_pid);
-  void exec(uint32_t pid);
+  // A mapping of code: replaces whatever the process had mapped over the same addresses.
+  void map(uint32_t tgid, const CodeMapping& m);
+  // Several at once (a process read from /proc), published once.
+  void map_all(uint32_t tgid, const std::vector<CodeMapping>& ms);
+  // exec at `time`: the old image is gone. Its new mappings follow, but records of different
+  // CPUs come in no order: mappings made at or after `time` stay.
+  void exec(uint32_t tgid, uint64_t time);
+  // A new process starts with its parent's mappings (the BPF fork program copied them
+  // already), unless records of its own came first.
+  void fork(uint32_t parent, uint32_t child);
+  void exit(uint32_t tgid);
+  bool has(uint32_t tgid) const { return processes_.count(tgid) != 0; }
 
-  // The mapping that holds `addr` in `pid`, or nullptr.
-  const Mapping* find(uint32_t pid, uint64_t addr);
-  // Changes whenever a mapping of `pid` goes (replaced, exec, a new process under the pid):
-  // what was built on the old mappings is stale. Added mappings leave it.
-  uint64_t generation(uint32_t pid);
+  ProcessMappingStats stats() const;
 
  private:
-  struct Process {
-    std::map<uint64_t, Mapping> by_start;
-    uint64_t generation = 0;
-  };
-  Process& process(uint32_t pid);
-  void read_proc(uint32_t pid, Process& p);
-  void remove_overlaps(Process& p, uint64_t start, uint64_t end);
+  void add(std::vector<CodeMapping>& list, CodeMapping m);
+  void publish(uint32_t tgid);
 
-  bool read_proc_;
-  std::unordered_map<uint32_t, Process> processes_;
-  uint64_t next_generation_ = 1;
+  TableStore& tables_;
+  PublishFn publish_;
+  std::map<uint32_t, std::vector<CodeMapping>> processes_;
+  std::map<uint32_t, uint64_t> over_limit_;  // by process, at its last write
+  ProcessMappingStats stats_;
 };
 
 }  // namespace offwake::unwind

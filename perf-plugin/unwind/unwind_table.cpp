@@ -11,6 +11,7 @@
 #include "synth/elf_file.h"
 #include "unwind/cfi_entries.h"
 #include "unwind/frame_rule.h"
+#include "unwind/load_bias.h"
 #include "util/elf_handle.h"
 
 namespace offwake::unwind {
@@ -34,6 +35,7 @@ constexpr uint32_t kShtX8664Unwind = 0x70000001;  // what some linkers type .eh_
 
 struct ElfLayout {
   std::vector<PcRange> code;  // executable PT_LOAD segments, by address
+  std::vector<CodeSegment> segments;  // the same, with their file offsets
   Elf_Scn* eh_frame = nullptr;
   Elf_Scn* debug_frame = nullptr;
   perfdata::BuildId build_id;
@@ -56,10 +58,13 @@ Result<ElfLayout> read_layout(Elf* elf, const std::string& path) {
   for (size_t i = 0; i < nphdr; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr) return Error(path + ": program header unreadable");
-    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && ph.p_memsz > 0)
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && ph.p_memsz > 0) {
       out.code.push_back({ph.p_vaddr, ph.p_vaddr + ph.p_memsz});
+      out.segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+    }
   }
   std::sort(out.code.begin(), out.code.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  std::sort(out.segments.begin(), out.segments.end(), [](auto& a, auto& b) { return a.vaddr < b.vaddr; });
 
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) return Error(path + ": section names unreadable");
@@ -172,6 +177,13 @@ uint32_t UnwindTable::rule_at(uint64_t vaddr) const {
   return i < 0 ? uint32_t{OFFWAKE_UNWIND_NONE} : rows[static_cast<size_t>(i)].rule;
 }
 
+std::optional<uint64_t> UnwindTable::bias(uint64_t start, uint64_t pgoff) const {
+  // pc minus the load bias is the ELF address, minus base the row pc.
+  for (const CodeSegment& seg : segments)
+    if (auto bias = segment_load_bias(start, pgoff, seg.offset, seg.vaddr, seg.filesz)) return *bias + base;
+  return std::nullopt;
+}
+
 Result<UnwindTable> build_unwind_table(const std::string& path) {
   auto handle = ElfHandle::open(path);
   if (!handle) return handle.error();
@@ -182,6 +194,7 @@ Result<UnwindTable> build_unwind_table(const std::string& path) {
   UnwindTable table;
   table.path = path;
   table.build_id = layout->build_id;
+  table.segments = layout->segments;
   if (layout->code.empty()) {
     table.empty_reason = "no executable segment";
     return table;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct UnwindStats {
   std::map<std::string, uint64_t> rows_by_reason;  // EXPRESSION and UNSUPPORTED rows, by cause
 };
 
+// An executable PT_LOAD segment: where the file holds it and where it goes in memory.
+struct CodeSegment {
+  uint64_t offset = 0, vaddr = 0, filesz = 0;
+};
+
 struct UnwindTable {
   std::string path;
   perfdata::BuildId build_id;
@@ -35,7 +41,12 @@ struct UnwindTable {
   std::string empty_reason;          // why there are no rows, when there are none
   UnwindStats stats;
 
+  std::vector<CodeSegment> segments;  // executable PT_LOAD segments, by address
+
   size_t bytes() const { return rows.size() * sizeof(offwake_unwind_row); }
+  // For a mapping of the file at `start` from file offset `pgoff`: the bias that makes
+  // pc - bias a row pc (unwind_row.h), or nullopt if no executable segment is there.
+  std::optional<uint64_t> bias(uint64_t start, uint64_t pgoff) const;
   // The packed rule at a virtual address of the file (OFFWAKE_UNWIND_NONE where no row is):
   // the same search as the BPF walker's.
   uint32_t rule_at(uint64_t vaddr) const;

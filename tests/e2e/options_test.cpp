@@ -64,7 +64,7 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "--mmap-pages 64 --backend bpf -- true", "--mmap-pages sizes the tracepoint back end"},
       {o + "--backend bogus -- true", "--backend takes bpf, tracepoint or auto, not 'bogus'"},
       {o + "--backend tracepoint --eager -- true", "--eager needs the BPF back end"},
-      {o + "--user-walker gdb -- true", "--user-walker takes bpf or kernel, not 'gdb'"},
+      {o + "--user-walker gdb -- true", "--user-walker takes auto, fp or kernel, not 'gdb'"},
       {o + "--state X -- true", "X"},
       {o + "-u --kernel-threads-only -- true", "--user-threads-only and --kernel-threads-only exclude each other"},
       {o + "-F 99 -- true", "-e, -F and -c go with --on-cpu"},

@@ -2,7 +2,7 @@
 // its own registers and stack (self_dump.c, built without frame pointers, so that only
 // .eh_frame finds the callers): the callers down to main and the program's start, named by the
 // dynamic linker; each way an unwinding ends early or not at all, counted under its cause and
-// nowhere else; the process's mappings as its records say them (ProcessMappings), and the load
+// nowhere else; the process's mappings as its records say them (RecordedMappings), and the load
 // biases (MappedFile) against the dynamic linker's.
 #include "unwind/dwarf_unwinder.h"
 
@@ -220,8 +220,8 @@ perfdata::Mmap2Record exec_map(uint32_t pid, uint64_t start, uint64_t len, const
   return m;
 }
 
-TEST(ProcessMappings, OverlapsReplaceForkCopiesExecClears) {
-  ProcessMappings maps(false);
+TEST(RecordedMappings, OverlapsReplaceForkCopiesExecClears) {
+  RecordedMappings maps(false);
   maps.mmap(exec_map(10, 0x1000, 0x3000, "/lib/a.so"));
   maps.mmap(exec_map(10, 0x8000, 0x1000, "[vdso]"));                    // no file: not kept
   maps.mmap(exec_map(10, 0x9000, 0x1000, "/lib/data", PROT_READ));      // not executable
@@ -281,7 +281,7 @@ TEST(MappedFiles, BiasIsTheDynamicLinkersLoadAddress) {
     if (it == linker.end() || m.perms[2] != 'x') continue;
     const MappedFile& f = files.get(m.path);
     ASSERT_TRUE(f.error.empty()) << f.error;
-    EXPECT_EQ(f.bias(Mapping{m.start, m.end, m.pgoff, m.path, {}}), it->second) << m.path;
+    EXPECT_EQ(f.bias(RecordedMapping{m.start, m.end, m.pgoff, m.path, {}}), it->second) << m.path;
     ++compared;
   }
   EXPECT_GT(compared, 0u);

@@ -1,0 +1,40 @@
+#include "bpf/unwind_maps.h"
+
+#include <bpf/bpf.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "bpf/offwake_loader.h"
+
+namespace offwake::bpf {
+
+Result<UnwindMaps> UnwindMaps::open(const OffwakeBpf& bpf) {
+  const uint32_t capacity = bpf.unwind_rows_capacity();
+  if (capacity == 0) return Error("the BPF programs were loaded without unwind tables", EINVAL);
+  const size_t bytes = size_t{capacity} * sizeof(offwake_unwind_row);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf.unwind_rows_fd(), 0);
+  if (p == MAP_FAILED) return Error::from_errno("mapping the unwind table memory");
+  return UnwindMaps(static_cast<offwake_unwind_row*>(p), capacity, bpf.unwind_processes_fd());
+}
+
+UnwindMaps::UnwindMaps(UnwindMaps&& o) noexcept
+    : rows_(std::exchange(o.rows_, nullptr)),
+      capacity_(std::exchange(o.capacity_, 0)),
+      processes_fd_(o.processes_fd_),
+      publish_failures_(o.publish_failures_) {}
+
+UnwindMaps::~UnwindMaps() {
+  if (rows_) munmap(rows_, size_t{capacity_} * sizeof(offwake_unwind_row));
+}
+
+void UnwindMaps::publish(uint32_t tgid, const offwake_unwind_process* value) {
+  if (!value) {
+    bpf_map_delete_elem(processes_fd_, &tgid);  // ENOENT: it had none
+    return;
+  }
+  if (bpf_map_update_elem(processes_fd_, &tgid, value, BPF_ANY) != 0) ++publish_failures_;
+}
+
+}  // namespace offwake::bpf

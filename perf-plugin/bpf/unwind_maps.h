@@ -1,0 +1,41 @@
+// The user-space side of the BPF walker's unwind tables (bpf-progs/unwind_tables.bpf.h): the
+// row array mapped into this process, where tables are written in place, and the per-process
+// mappings, written and removed by tgid.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "unwind_row.h"
+#include "util/result.h"
+
+namespace offwake::bpf {
+
+class OffwakeBpf;
+
+class UnwindMaps {
+ public:
+  // Maps the loaded programs' unwind_rows array; they must have been loaded with tables.
+  static Result<UnwindMaps> open(const OffwakeBpf& bpf);
+  UnwindMaps(UnwindMaps&& o) noexcept;
+  UnwindMaps& operator=(UnwindMaps&&) = delete;
+  UnwindMaps(const UnwindMaps&) = delete;
+  ~UnwindMaps();
+
+  std::span<offwake_unwind_row> rows() const { return {rows_, capacity_}; }
+  // A process's mappings (value), or their removal (nullptr). A failure (the map full) is
+  // counted: that process is walked by frame pointers.
+  void publish(uint32_t tgid, const offwake_unwind_process* value);
+  uint64_t publish_failures() const { return publish_failures_; }
+
+ private:
+  UnwindMaps(offwake_unwind_row* rows, uint32_t capacity, int processes_fd)
+      : rows_(rows), capacity_(capacity), processes_fd_(processes_fd) {}
+
+  offwake_unwind_row* rows_ = nullptr;
+  uint32_t capacity_ = 0;
+  int processes_fd_ = -1;  // owned by the skeleton
+  uint64_t publish_failures_ = 0;
+};
+
+}  // namespace offwake::bpf

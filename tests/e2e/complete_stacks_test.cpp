@@ -1,0 +1,458 @@
+// Complete user stacks for code without frame pointers (issue 23), end to end as root: the same
+// run recorded by perf offwake record and by Debian's perf record --call-graph dwarf (side by
+// side, support/side_by_side.h), both read with Debian's perf script. Our user stacks, blocked
+// and waker, must equal frame by frame, by symbol, one that perf's DWARF unwinding gives for the
+// same thread at a switch-out (the blocked thread) or a wakeup of that thread (the waker), and
+// reach the thread's start (main, start_thread), for:
+//   - our own workload built -O2 -fomit-frame-pointer (wl_nofp_chain): 99% of the blocked time,
+//     a chain deeper than 64 frames, a handler blocked inside a signal handler, and the blocked
+//     time of each thread within 5% of what it measured (counts exact);
+//   - Debian's python3.11 in time.sleep, select.select and queue.get: 95%;
+//   - Debian's nginx under wrk: 95% of its workers' off-CPU time.
+// The frame-pointer walker gives one or two frames for such code: these tests fail with it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "support/blocked_samples.h"
+#include "support/paths.h"
+#include "support/perf_script.h"
+#include "support/run.h"
+#include "support/side_by_side.h"
+#include "support/spawned.h"
+#include "support/truth.h"
+#include "support/user_stacks.h"
+
+namespace offwake::test {
+namespace {
+
+// Our own workload: of its blocked time, the share whose blocked and waker user stacks must equal
+// perf's. perf and we take them at the same moments from the same registers and memory, and
+// each thread repeats each stack COUNT times, so that perf has each one even if it loses an
+// event; 1% leaves room for one odd block (e.g. a page fault of the first round).
+constexpr double kOwnEqualShare = 0.99;
+// Unmodified Debian software (python3.11, nginx): 95%, as issue 23 asks. Their threads block
+// in more places than a workload of ours (the GIL, accept, a log write), some only once.
+constexpr double kDebianEqualShare = 0.95;
+// "Deep": more than this many user frames. perf's callchains and ours are cut at
+// kernel.perf_event_max_stack (127 frames), so wl_nofp_chain's blocked thread is 80 deep.
+constexpr size_t kDeepFrames = 64;
+
+// The go signal of tests/workloads' -g: the workload waits for it once it said "ready".
+constexpr int kReadyTimeoutMs = 30'000;
+constexpr int kRunTimeoutMs = 60'000;
+
+struct ReleasedRun {
+  pid_t pid = 0;
+  int status = -1;
+  std::string out;
+  std::vector<Truth> truth;
+  SideBySideRecording rec;
+  DwarfStacks perf;
+};
+
+// Starts `argv` (a workload that takes -g), attaches both recorders to it, releases it, waits
+// for its end and stops them. perf record takes the switches and wakeups of threads named
+// `comm`.
+ReleasedRun record_released(const TempDir& dir, const std::vector<std::string>& argv, const std::string& comm) {
+  ReleasedRun r;
+  Spawned workload(argv, dir.file("workload.err"));
+  r.pid = workload.pid();
+  if (workload.wait_for_line("ready pid=", kReadyTimeoutMs).empty()) {
+    ADD_FAILURE() << "the workload did not say ready: " << workload.out() << read_file(dir.file("workload.err"));
+    return r;
+  }
+  SideBySideOptions o;
+  o.pids = {workload.pid()};
+  o.comm = comm;
+  SideBySide recorders(dir, o);
+  if (recorders.ready()) workload.signal(SIGUSR1);
+  else workload.signal(SIGKILL);
+  r.status = workload.wait(kRunTimeoutMs);
+  r.out = workload.out();
+  r.truth = parse_truth(r.out);
+  r.rec = recorders.stop();
+  r.perf = dwarf_stacks(r.rec.perfs);
+  return r;
+}
+
+// Both recorders ended well, and perf script read both files.
+void expect_recorded(const SideBySideRecording& rec) {
+  EXPECT_EQ(rec.offwake_status, 0) << rec.offwake_err;
+  EXPECT_NE(rec.offwake_err.find("Captured and wrote"), std::string::npos) << rec.offwake_err;
+  EXPECT_EQ(rec.perf_status, 0) << rec.perf_err;
+  EXPECT_EQ(rec.offwake_script.status, 0) << rec.offwake_script.err;
+  EXPECT_EQ(rec.offwake_script.err, "");
+  EXPECT_EQ(rec.perf_script.status, 0) << rec.perf_script.err.substr(0, 2000);
+}
+
+std::set<uint32_t> tids_of(const DwarfStacks& perf, pid_t pid) {
+  std::set<uint32_t> out;
+  for (const auto& [tid, p] : perf.process_of)
+    if (p == static_cast<uint32_t>(pid)) out.insert(tid);
+  return out;
+}
+
+// perf's own stacks are the reference only if they are complete: of the distinct blocked stacks
+// of `tids`, at least `share` reach the thread's start (a stack deeper than perf's copy of the
+// user stack would not). Those without user frames (a thread that blocks on its way out, its
+// memory gone) are left out: no unwinder has anything to give there.
+void expect_reference_complete(const DwarfStacks& perf, const std::set<uint32_t>& tids, double share) {
+  size_t stacks = 0, complete = 0;
+  std::string incomplete;
+  for (uint32_t tid : tids) {
+    auto it = perf.blocked.find(tid);
+    if (it == perf.blocked.end()) continue;
+    for (const UserStack& s : it->second) {
+      if (s.empty()) continue;
+      ++stacks;
+      if (reaches_thread_start(s)) ++complete;
+      else if (incomplete.size() < 4000) incomplete += "\n  " + std::to_string(tid) + ": " + describe(s);
+    }
+  }
+  ASSERT_GT(stacks, 0u) << "perf recorded no switch-out of these threads";
+  EXPECT_GE(static_cast<double>(complete), share * static_cast<double>(stacks))
+      << complete << " of perf's " << stacks << " distinct blocked stacks reach the thread's start:" << incomplete;
+}
+
+// The blocked time and blocks of each thread of `pid` that printed a truth line, summed over its
+// lines, against our offwake-time samples of that thread (all of them, whatever their stack):
+// within 5% (kBlockedTimeTolerance), and as many blocks (at least as many where `exact_counts`
+// is false). Blocks are counted from the samples' raw payloads (add_block_counts).
+void expect_threads_within_truth(const ReleasedRun& r, bool exact_counts) {
+  RunResult script = run(std::string(kDebianPerf) + " script " + kPerfScriptFields + " -i " + r.rec.offwake_data);
+  ASSERT_EQ(script.status, 0) << script.err;
+  std::vector<ScriptSample> samples = parse_perf_script(script.out);
+  add_block_counts(samples, r.rec.offwake_data);
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> truth, recorded;  // tid -> ns, blocks
+  const std::set<uint32_t> ours = tids_of(r.perf, r.pid);
+  for (const Truth& t : r.truth) {
+    if (!ours.count(t.tid)) continue;  // another process's (a waker's)
+    truth[t.tid].first += t.blocked_ns;
+    truth[t.tid].second += t.count;
+  }
+  ASSERT_FALSE(truth.empty()) << r.out;
+  for (const ScriptSample& s : samples) {
+    if (s.event != "offwake-time") continue;
+    recorded[s.tid].first += s.period;
+    recorded[s.tid].second += blocks_of(s);
+  }
+  for (const auto& [tid, t] : truth) {
+    SCOPED_TRACE("thread " + std::to_string(tid));
+    expect_within_5_percent(recorded[tid].first, t.first, "blocked time of thread " + std::to_string(tid));
+    if (exact_counts) EXPECT_EQ(recorded[tid].second, t.second) << "blocks of thread " << tid;
+    else EXPECT_GE(recorded[tid].second, t.second) << "blocks of thread " << tid;
+  }
+}
+
+const Truth* truth_of(const std::vector<Truth>& truth, const std::string& function) {
+  for (const Truth& t : truth)
+    if (t.function == function) return &t;
+  return nullptr;
+}
+
+size_t index_of(const UserStack& s, const std::string& sym, size_t from = 0) {
+  for (size_t i = from; i < s.size(); ++i)
+    if (s[i].sym == sym) return i;
+  return s.size();
+}
+
+// The comparison itself, on perf script text made for it: a stack equal frame by frame (an
+// unnamed frame one byte off, a frame named differently at one byte off: the return address
+// and the call), one cut short, one with an unnamed frame two bytes off, an interrupt waker, a
+// waker perf did not see; perf's exit switch (Z) is no block.
+TEST(CompleteStacks, ComparisonCountsEqualStacksByTime) {
+  const std::string libc = "(/usr/lib/x86_64-linux-gnu/libc.so.6)";
+  const std::string perf =
+      "wl 100/101 sched:sched_switch: prev_comm=wl prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=x next_pid=0\n"
+      "\tffffffff81000130 entry_SYSCALL_64_after_hwframe ([kernel.kallsyms])\n"
+      "\t           f82ec read " + libc + "\n\t            1bbb [unknown] (/tmp/wl)\n"
+      "\t            1d5b main (/tmp/wl)\n\t           27249 __libc_start_call_main " + libc + "\n\n"
+      "wl 100/101 sched:sched_switch: prev_comm=wl prev_pid=101 prev_prio=120 prev_state=Z ==> next_comm=x next_pid=0\n"
+      "\t           f82ec read " + libc + "\n\n"
+      "wl 100/102 sched:sched_waking: comm=wl pid=101 prio=120 target_cpu=001\n"
+      "\t           f838f __GI___libc_write " + libc + "\n\t            1fff last_calls_exit (/tmp/wl)\n"
+      "\t            2a00 main (/tmp/wl)\n\n";
+  const std::string ours =
+      "wl 100/101 20000000 offwake-time: \n\tffffffff816e6623 anon_pipe_read ([kernel.kallsyms])\n"
+      "\t           f82ec read " + libc + "\n\t            1bbc [unknown] (/tmp/wl)\n"
+      "\t            1d5c main (/tmp/wl)\n\t           2724a __libc_start_call_main " + libc + "\n\n"
+      "wl 100/102 20000000 offwake-waker: \n\t           f838f __GI___libc_write " + libc + "\n"
+      "\t            2000 next_function (/tmp/wl)\n\t            2a01 main (/tmp/wl)\n\n"
+      "wl 100/101 5000000 offwake-time: \n\t           f82ec read " + libc + "\n\n"
+      "[hardirq] 2147483632/2147483632 5000000 offwake-waker: \n"
+      "\tffffffff813b4b46 try_to_wake_up ([kernel.kallsyms])\n\n"
+      "wl 100/101 1000000 offwake-time: \n\t           f82ec read " + libc + "\n\t            1bbe [unknown] (/tmp/wl)\n"
+      "\t            1d5c main (/tmp/wl)\n\t           2724a __libc_start_call_main " + libc + "\n\n"
+      "other 7/7 1000000 offwake-waker: \n\n";
+  const DwarfStacks d = dwarf_stacks(parse_stack_samples(perf));
+  EXPECT_EQ(d.switch_outs, 1u);
+  EXPECT_EQ(d.wakeup_samples, 1u);
+  const StackAgreement a = compare_stacks(parse_stack_samples(ours), d, {100});
+  EXPECT_EQ(a.samples, 3u);
+  EXPECT_EQ(a.blocked_ns, 26'000'000u);
+  EXPECT_EQ(a.blocked_equal_ns, 20'000'000u) << a.summary();  // [unknown] 2 bytes off is another frame
+  EXPECT_EQ(a.blocked_complete_ns, 20'000'000u);
+  EXPECT_EQ(a.interrupt_waker_ns, 5'000'000u);
+  EXPECT_EQ(a.unseen_waker_ns, 1'000'000u);  // "other": perf has no wakeup of 101 by 7
+  EXPECT_EQ(a.thread_waker_ns, 20'000'000u);
+  EXPECT_EQ(a.waker_equal_ns, 20'000'000u) << a.summary();
+  EXPECT_EQ(a.waker_complete_ns, 20'000'000u);
+}
+
+// wl_nofp_chain, built -O2 -fomit-frame-pointer: its own functions never use rbp for the CFA
+// (readelf's CFA column), so no frame-pointer walk can get past them.
+TEST(CompleteStacks, OwnWorkloadHasNoFramePointers) {
+  RunResult r = run("readelf --debug-dump=frames-interp " + kWorkloads + "wl_nofp_chain");
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t rows = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string loc, cfa;
+    f >> loc >> cfa;
+    if (loc.size() != 16 || loc.find_first_not_of("0123456789abcdef") != std::string::npos) continue;  // a row
+    ++rows;
+    EXPECT_NE(cfa.rfind("rbp", 0), 0u) << "CFA from rbp: " << line;
+  }
+  EXPECT_GT(rows, 50u) << r.out.substr(0, 2000);
+  RunResult symbols = run("nm " + kWorkloads + "wl_nofp_chain");
+  for (const char* f : {"nofp_chain_a", "nofp_chain_b", "nofp_chain_c", "nofp_on_signal", "nofp_handler_read"})
+    EXPECT_NE(symbols.out.find(std::string(" T ") + f + "\n"), std::string::npos) << f << " is not one function";
+}
+
+// Every thread of wl_nofp_chain: blocked and waker user stacks equal perf's DWARF ones for 99%
+// of the blocked time, reaching main or start_thread; the truth of each thread within 5%, and
+// of each blocking function (which a complete stack names).
+TEST(CompleteStacks, OwnWorkloadStacksEqualPerfDwarf) {
+  TempDir dir;
+  ReleasedRun r = record_released(dir, {kWorkloads + "wl_nofp_chain", "-n", "10", "-m", "10", "-g"}, "wl_nofp_chain");
+  ASSERT_EQ(r.status, 0) << r.out;
+  expect_recorded(r.rec);
+  expect_reference_complete(r.perf, tids_of(r.perf, r.pid), 1.0);
+  const StackAgreement a = compare_stacks(r.rec.ours, r.perf, {static_cast<uint32_t>(r.pid)});
+  std::cout << a.summary();  // the figures, in the test's log
+  record_agreement("own", a);
+  EXPECT_GE(a.blocked_complete_share(), kOwnEqualShare) << a.summary() << r.rec.offwake_err;
+  EXPECT_GT(a.thread_waker_ns, 0u) << a.summary();
+  EXPECT_GE(a.waker_complete_share(), kOwnEqualShare) << a.summary();
+  EXPECT_EQ(a.unseen_waker_ns, 0u) << "perf lost wakeups: " << a.summary() << r.rec.perf_err;
+  expect_threads_within_truth(r, true);
+  // Each truth line's own blocks: found by the function a complete stack names.
+  RunResult script = run(std::string(kDebianPerf) + " script " + kPerfScriptFields + " -i " + r.rec.offwake_data);
+  std::vector<ScriptSample> samples = parse_perf_script(script.out);
+  add_block_counts(samples, r.rec.offwake_data);
+  const std::set<uint32_t> ours = tids_of(r.perf, r.pid);
+  for (const Truth& t : r.truth) {
+    if (!ours.count(t.tid) || t.function == "nofp_idle_read") continue;  // the idle read's stack holds the handler's too
+    SCOPED_TRACE(t.function);
+    Blocked b = blocked_in(samples, t, blocks_without_waker(r.rec.offwake_err));
+    expect_truth_blocks(b, t.function);
+    if (t.waker_tid == 0) continue;  // the timer
+    for (const ScriptSample* w : b.wakers)
+      EXPECT_TRUE(w->tid == t.waker_tid && w->has_frame(t.waker_function)) << w->comm << " " << w->tid;
+  }
+}
+
+// The blocked thread's stacks are more than 64 frames deep, all of them; the signalled thread's
+// handler blocks have the signal frame in their stacks: read <- nofp_handler_read <-
+// nofp_on_signal <- (the C library's signal trampoline) <- read <- nofp_idle_read <- ... <-
+// start_thread, for the time the workload measured in its handler (within 5%), woken by the
+// poker from nofp_handler_write.
+TEST(CompleteStacks, OwnWorkloadDeepChainAndSignalHandler) {
+  TempDir dir;
+  ReleasedRun r = record_released(dir, {kWorkloads + "wl_nofp_chain", "-n", "10", "-m", "10", "-g"}, "wl_nofp_chain");
+  ASSERT_EQ(r.status, 0) << r.out;
+  expect_recorded(r.rec);
+  const Truth* deep = truth_of(r.truth, "nofp_read");
+  const Truth* handler = truth_of(r.truth, "nofp_handler_read");
+  ASSERT_TRUE(deep && handler) << r.out;
+
+  // perf's stacks of the blocked thread are deep: the reference holds.
+  ASSERT_TRUE(r.perf.blocked.count(deep->tid));
+  for (const UserStack& s : r.perf.blocked.at(deep->tid)) {
+    EXPECT_GT(s.size(), kDeepFrames) << "perf: " << describe(s);
+    EXPECT_TRUE(reaches_thread_start(s)) << "perf: " << describe(s);
+  }
+  uint64_t all_ns = 0, deep_ns = 0, handler_ns = 0, handler_waker_ns = 0;
+  size_t shallowest = SIZE_MAX;
+  std::string odd;
+  for (size_t i = 0; i < r.rec.ours.size(); ++i) {
+    const StackSample& s = r.rec.ours[i];
+    if (s.event != "offwake-time") continue;
+    if (s.tid == deep->tid) {
+      all_ns += s.period;
+      shallowest = std::min(shallowest, s.user.size());
+      if (s.user.size() > kDeepFrames && among(s.user, r.perf.blocked.at(deep->tid))) deep_ns += s.period;
+    }
+    if (s.tid != handler->tid) continue;
+    const size_t on_signal = index_of(s.user, "nofp_on_signal");
+    const bool handler_path = index_of(s.user, "nofp_handler_read") < on_signal && on_signal + 2 < s.user.size() &&
+                              s.user[on_signal + 1].dso.find("libc.so") != std::string::npos &&
+                              s.user[on_signal + 2].sym == "read" &&
+                              index_of(s.user, "nofp_idle_read", on_signal) < s.user.size() &&
+                              index_of(s.user, "start_thread", on_signal) < s.user.size();
+    if (!handler_path) {
+      if (odd.size() < 4000) odd += "\n  " + std::to_string(s.period) + " ns: " + describe(s.user);
+      continue;
+    }
+    handler_ns += s.period;
+    if (i + 1 < r.rec.ours.size() && r.rec.ours[i + 1].tid == handler->waker_tid) {
+      const UserStack& w = r.rec.ours[i + 1].user;
+      if (index_of(w, handler->waker_function) < w.size() && reaches_thread_start(w)) handler_waker_ns += s.period;
+    }
+  }
+  ASSERT_GT(all_ns, 0u) << "no blocked sample of the deep thread " << deep->tid;
+  EXPECT_GE(static_cast<double>(deep_ns), kOwnEqualShare * static_cast<double>(all_ns))
+      << deep_ns << " of " << all_ns << " ns in stacks deeper than " << kDeepFrames
+      << " frames and equal to perf's; the shallowest has " << shallowest << " frames";
+  expect_within_5_percent(handler_ns, handler->blocked_ns, "blocked in the signal handler, through the signal frame");
+  EXPECT_GE(static_cast<double>(handler_waker_ns), kOwnEqualShare * static_cast<double>(handler_ns))
+      << "handler blocks whose waker stack names " << handler->waker_function << " and reaches start_thread";
+  ::testing::Test::RecordProperty("shallowest_deep_stack", static_cast<int>(shallowest));
+  if (handler_ns < handler->blocked_ns / 2) ADD_FAILURE() << "the signalled thread's other stacks:" << odd;
+}
+
+// perf offwake report --folded shows the complete stacks: main, in the main thread's.
+TEST(CompleteStacks, OwnWorkloadFoldedReportReachesMain) {
+  TempDir dir;
+  RunResult rec = run(kOffwake + " record --backend bpf -q -o " + dir.file("perf.data") + " -- " + kWorkloads +
+                      "wl_nofp_chain -n 5 -m 10");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  RunResult folded = run(kOffwake + " report --folded -i " + dir.file("perf.data"));
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  EXPECT_NE(folded.out.find(";main;"), std::string::npos) << folded.out;
+}
+
+// Debian's python3.11 (no frame pointers) in time.sleep, select.select and queue.get, woken by the
+// timer, by os.write from another thread and by queue.put from another thread: 95% of the
+// process's off-CPU time has blocked and waker user stacks equal to perf's DWARF ones, down to
+// the interpreter's main (Py_BytesMain, __libc_start_call_main) or start_thread.
+TEST(CompleteStacks, Python311StacksEqualPerfDwarf) {
+  const std::string python = "/usr/bin/python3.11";  // Debian's; `python3` may be another one
+  ASSERT_EQ(access(python.c_str(), X_OK), 0) << python << " missing: scripts/install-deps.sh installs it";
+  TempDir dir;
+  ReleasedRun r = record_released(
+      dir, {python, std::string(OFFWAKE_SOURCE_DIR) + "/tests/workloads/wl_py_blocking.py", "-n", "10", "-m", "20", "-g",
+             "--prefault"},
+      "python3.11");
+  ASSERT_EQ(r.status, 0) << r.out << read_file(dir.file("workload.err"));
+  expect_recorded(r.rec);
+  expect_reference_complete(r.perf, tids_of(r.perf, r.pid), kDebianEqualShare);
+  const StackAgreement a = compare_stacks(r.rec.ours, r.perf, {static_cast<uint32_t>(r.pid)});
+  std::cout << a.summary();  // the figures, in the test's log
+  record_agreement("python", a);
+  EXPECT_GE(a.blocked_complete_share(), kDebianEqualShare) << a.summary() << r.rec.offwake_err;
+  EXPECT_GT(a.thread_waker_ns, 0u) << a.summary();
+  EXPECT_GE(a.waker_complete_share(), kDebianEqualShare) << a.summary();
+  // Each thread's calls timed by the script; the GIL adds blocks, within the calls.
+  expect_threads_within_truth(r, false);
+}
+
+// A free TCP port on 127.0.0.1 (the kernel's pick, released for nginx to take).
+int free_port() {
+  const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (s >= 0) close(s);
+  return port;
+}
+
+// nginx's configuration for the test: its own directory for everything it writes, a local port.
+std::string nginx_conf(const TempDir& dir, int port) {
+  const std::string d = dir.path();
+  return "user root;\nworker_processes 2;\ndaemon off;\nmaster_process on;\npid " + d + "/nginx.pid;\nerror_log " + d +
+         "/error.log;\nevents { worker_connections 64; }\nhttp {\n  access_log " + d + "/access.log;\n" +
+         "  client_body_temp_path " + d + "/body;\n  proxy_temp_path " + d + "/proxy;\n  fastcgi_temp_path " + d +
+         "/fastcgi;\n  uwsgi_temp_path " + d + "/uwsgi;\n  scgi_temp_path " + d + "/scgi;\n" +
+         "  server { listen 127.0.0.1:" + std::to_string(port) + "; root " + d + "/www; }\n}\n";
+}
+
+// nginx's workers once each sleeps in epoll_wait (its event loop), as /proc says; empty if they
+// are not there within the time.
+std::vector<pid_t> nginx_workers(pid_t master, size_t expected) {
+  for (int waited = 0; waited < kReadyTimeoutMs; waited += 10) {
+    std::vector<pid_t> workers;
+    std::istringstream children(read_file("/proc/" + std::to_string(master) + "/task/" + std::to_string(master) +
+                                          "/children"));
+    for (pid_t p; children >> p;) {
+      const std::string proc = "/proc/" + std::to_string(p);
+      if (read_file(proc + "/cmdline").rfind("nginx: worker process", 0) == 0 &&
+          read_file(proc + "/syscall").rfind("232 ", 0) == 0)  // epoll_wait
+        workers.push_back(p);
+    }
+    if (workers.size() == expected) return workers;
+    usleep(10'000);
+  }
+  return {};
+}
+
+// Debian's nginx (no frame pointers), two workers, under wrk for 3 seconds: 95% of the workers'
+// off-CPU time has user stacks equal to perf's DWARF ones, down to main. Their wakeups come from
+// the network's softirq (loopback: in the sending wrk thread, in interrupt context), which
+// has no user stack of its own: those count for the blocked stacks only, and the wakers that are
+// threads (if any) must be complete too.
+TEST(CompleteStacks, NginxUnderWrkStacksEqualPerfDwarf) {
+  for (const char* tool : {"/usr/sbin/nginx", "/usr/bin/wrk"})
+    ASSERT_EQ(access(tool, X_OK), 0) << tool << " missing: scripts/install-deps.sh --tests installs it";
+  TempDir dir;
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  run("mkdir -p " + dir.file("www") + " && echo hello > " + dir.file("www/index.html"));
+  std::ofstream(dir.file("nginx.conf")) << nginx_conf(dir, port);
+  // wrk paced (its delay() hook: 5 ms between a connection's requests, about 600 requests a
+  // second): perf copies 16 KB of stack at each event, so unpaced (40,000 a second) it would
+  // write gigabytes.
+  std::ofstream(dir.file("pace.lua")) << "function delay() return 5 end\n";
+  Spawned nginx({"/usr/sbin/nginx", "-c", dir.file("nginx.conf"), "-p", dir.path(), "-e", dir.file("error.log")},
+                dir.file("nginx.err"));
+  const std::vector<pid_t> workers = nginx_workers(nginx.pid(), 2);
+  ASSERT_EQ(workers.size(), 2u) << read_file(dir.file("error.log")) << read_file(dir.file("nginx.err"));
+  SideBySideOptions o;
+  o.pids = workers;
+  o.comm = "nginx";
+  o.dwarf_stack_bytes = 16384;  // nginx's deepest stacks here are a few KB
+  SideBySide recorders(dir, o);
+  ASSERT_TRUE(recorders.ready());
+  RunResult wrk = run("wrk -t 1 -c 4 -d 3s -s " + dir.file("pace.lua") + " http://127.0.0.1:" + std::to_string(port) +
+                      "/index.html");
+  SideBySideRecording rec = recorders.stop();
+  nginx.signal(SIGTERM);
+  EXPECT_EQ(nginx.wait(kRunTimeoutMs), 0) << read_file(dir.file("error.log"));
+  ASSERT_EQ(wrk.status, 0) << wrk.err;
+  EXPECT_NE(wrk.out.find(" requests in "), std::string::npos) << wrk.out;
+  EXPECT_EQ(wrk.out.find("Non-2xx"), std::string::npos) << wrk.out;
+  EXPECT_EQ(wrk.out.find("Socket errors"), std::string::npos) << wrk.out;
+  expect_recorded(rec);
+  const DwarfStacks perf = dwarf_stacks(rec.perfs);
+  std::set<uint32_t> pids, tids;
+  for (pid_t w : workers) pids.insert(static_cast<uint32_t>(w)), tids.insert(static_cast<uint32_t>(w));
+  expect_reference_complete(perf, tids, kDebianEqualShare);
+  const StackAgreement a = compare_stacks(rec.ours, perf, pids);
+  std::cout << a.summary();  // the figures, in the test's log
+  record_agreement("nginx", a);
+  ASSERT_GT(a.samples, 0u) << rec.offwake_script.out.substr(0, 2000);
+  EXPECT_GE(a.blocked_complete_share(), kDebianEqualShare) << a.summary() << rec.offwake_err;
+  if (a.thread_waker_ns > 0) {
+    EXPECT_GE(a.waker_complete_share(), kDebianEqualShare) << a.summary();
+  }
+  ::testing::Test::RecordProperty("nginx_interrupt_waker_ns", std::to_string(a.interrupt_waker_ns));
+}
+
+}  // namespace
+}  // namespace offwake::test
