@@ -5,6 +5,7 @@
     the block model          blocks/
     blocks -> samples        samples/
     perf.data                perfdata/ (and callchain/, synth/, util/ below it)
+    user stacks from CFI     unwind/ (tables for BPF; stack copies unwound with libdwfl)
     a recording              tracking/ (libperf), record/ (the back ends, the workload)
     readers                  symbolize/, report/, script/
     the sub-commands         commands/, main.cpp

@@ -76,6 +76,11 @@ Callchain Callchain::from_stacks(std::span<const uint64_t> kernel, std::span<con
   return chain;
 }
 
+void Callchain::set_user_frames(std::span<const uint64_t> ips) {
+  std::erase_if(frames_, [](const Frame& f) { return f.context == FrameContext::kUser; });
+  for (uint64_t ip : ips) frames_.push_back({ip, FrameContext::kUser});
+}
+
 std::vector<uint64_t> Callchain::to_perf_ips() const {
   std::vector<uint64_t> out;
   out.reserve(frames_.size() + 2);

@@ -39,6 +39,11 @@ class Callchain {
 
   void push(uint64_t ip, FrameContext context) { frames_.push_back({ip, context}); }
 
+  // Replaces the user frames by `ips` (leaf first), after the other contexts' frames: where
+  // perf puts the frames it unwinds from a user stack copy (--call-graph dwarf), whose
+  // samples' callchains hold the kernel's frames only.
+  void set_user_frames(std::span<const uint64_t> ips);
+
   // Removes leading (leaf-side) frames of `context` while `drop(ip)` says so; returns how many.
   template <typename Pred>
   size_t drop_leading(FrameContext context, Pred drop) {

@@ -67,6 +67,7 @@ int cmd_convert(const std::vector<std::string>& args) {
             st.bytes / 1048576.0, st.output.c_str(), static_cast<unsigned long long>(st.offwake_samples),
             static_cast<unsigned long long>(st.perf_lost), static_cast<unsigned long long>(st.counters.missed_wakeups),
             static_cast<unsigned long long>(st.callchains_cut));
+    print_user_unwind_summary(stderr, "convert", st.user_unwind);
   }
   return kExitOk;
 }

@@ -78,6 +78,9 @@ int cmd_record(const std::vector<std::string>& args) {
                     "when it can be loaded (default)"),
       uint_option(0, "mmap-pages", "n", &o.mmap_pages,
                   "tracepoint back end: ring buffer pages per CPU, a power of two (default 1024)"),
+      string_option(0, "call-graph", "fp|dwarf[,size]", &o.call_graph,
+                    "the tracepoint back end's user stacks: the kernel's frame-pointer callchain (default), "
+                    "or a copy of SIZE bytes (default 8192) of user stack per event, unwound with DWARF CFI"),
       flag_option('v', "verbose", &o.verbose, "be more verbose (libbpf's messages)"),
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "callchain/callchain.h"
+#include "callchain/user_stack.h"
 
 namespace offwake::perfdata {
 
@@ -47,6 +48,10 @@ struct SampleRecord {
   uint64_t period = 0;
   Callchain callchain;
   std::vector<uint8_t> raw;  // PERF_SAMPLE_RAW payload (padded on write so the size is u64-aligned)
+  // PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER (regs_mask is the event's
+  // sample_regs_user), as perf record --call-graph dwarf takes them.
+  UserStackDump user_stack;
+  uint64_t data_src = 0;  // PERF_SAMPLE_DATA_SRC (perf record --call-graph dwarf asks for it)
   bool operator==(const SampleRecord&) const = default;
 };
 

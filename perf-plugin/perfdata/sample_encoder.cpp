@@ -1,10 +1,47 @@
 #include "perfdata/sample_encoder.h"
 
 #include <bit>
+#include <cstring>
 
 #include "perfdata/format.h"
 
 namespace offwake::perfdata {
+
+namespace {
+
+// PERF_SAMPLE_REGS_USER: u64 abi, then (unless the abi is NONE: no user context) one u64 per
+// bit of the event's sample_regs_user.
+Status decode_user_regs(ByteReader& r, uint64_t mask, UserStackDump& d) {
+  OFFWAKE_TRY(r.read(d.abi));
+  d.regs_mask = mask;
+  if (d.abi == PERF_SAMPLE_REGS_ABI_NONE) return ok_status();
+  const size_t n = static_cast<size_t>(std::popcount(mask));
+  auto regs = r.get_bytes(n * sizeof(uint64_t));
+  if (!regs) return regs.error();
+  d.regs.resize(n);
+  if (n) std::memcpy(d.regs.data(), regs->data(), regs->size());
+  return ok_status();
+}
+
+// PERF_SAMPLE_STACK_USER: u64 size, then (if size is not 0) size bytes and u64 dyn_size, the
+// bytes the kernel filled: those are kept.
+Status decode_user_stack(ByteReader& r, UserStackDump& d) {
+  OFFWAKE_TRY(r.read(d.stack_size));
+  if (d.stack_size == 0) return ok_status();
+  if (d.stack_size > r.remaining())
+    return Error::bad_input("sample: user stack copy of " + std::to_string(d.stack_size) + " bytes overruns the record");
+  auto data = r.get_bytes(static_cast<size_t>(d.stack_size));
+  if (!data) return data.error();
+  uint64_t filled = 0;
+  OFFWAKE_TRY(r.read(filled));
+  if (filled > d.stack_size)
+    return Error::bad_input("sample: user stack copy says " + std::to_string(filled) + " of its " +
+                            std::to_string(d.stack_size) + " bytes are filled");
+  d.stack.assign(data->begin(), data->begin() + static_cast<ptrdiff_t>(filled));
+  return ok_status();
+}
+
+}  // namespace
 
 Status check_sample_type(uint64_t sample_type) {
   uint64_t unsupported = sample_type & ~kSupportedSampleType;
@@ -62,6 +99,29 @@ Result<Bytes> encode_sample(const perf_event_attr& attr, const SampleRecord& s) 
     w.put_bytes(s.raw.data(), s.raw.size());
     w.put_zeros(padded - s.raw.size());
   }
+  if (t & PERF_SAMPLE_REGS_USER) {
+    const UserStackDump& d = s.user_stack;
+    w.put<uint64_t>(d.abi);
+    if (d.abi != PERF_SAMPLE_REGS_ABI_NONE) {
+      if (d.regs.size() != static_cast<size_t>(std::popcount(attr.sample_regs_user)))
+        return Error("sample: " + std::to_string(d.regs.size()) + " user registers for a mask of " +
+                     std::to_string(std::popcount(attr.sample_regs_user)), EINVAL);
+      w.put_bytes(d.regs.data(), d.regs.size() * sizeof(uint64_t));
+    }
+  }
+  if (t & PERF_SAMPLE_STACK_USER) {
+    const UserStackDump& d = s.user_stack;
+    if (d.stack_size % 8 || d.stack.size() > d.stack_size)
+      return Error("sample: a user stack copy of " + std::to_string(d.stack_size) + " bytes (" +
+                   std::to_string(d.stack.size()) + " filled) is not whole u64s", EINVAL);
+    w.put<uint64_t>(d.stack_size);
+    if (d.stack_size) {
+      w.put_bytes(d.stack.data(), d.stack.size());
+      w.put_zeros(d.stack_size - d.stack.size());
+      w.put<uint64_t>(d.stack.size());
+    }
+  }
+  if (t & PERF_SAMPLE_DATA_SRC) w.put<uint64_t>(s.data_src);
   return finish_record(std::move(w));
 }
 
@@ -109,6 +169,9 @@ Result<SampleRecord> decode_sample(const perf_event_attr& attr, uint16_t misc,
     if (!data) return data.error();
     s.raw.assign(data->begin(), data->end());
   }
+  if (t & PERF_SAMPLE_REGS_USER) OFFWAKE_TRY(decode_user_regs(r, attr.sample_regs_user, s.user_stack));
+  if (t & PERF_SAMPLE_STACK_USER) OFFWAKE_TRY(decode_user_stack(r, s.user_stack));
+  if (t & PERF_SAMPLE_DATA_SRC) OFFWAKE_TRY(r.read(s.data_src));
   return s;
 }
 

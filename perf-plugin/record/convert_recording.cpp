@@ -25,6 +25,7 @@
 #include "sched/sched_decoder.h"
 #include "synth/kernel_maps.h"
 #include "synth/proc_maps.h"
+#include "unwind/dwarf_unwinder.h"
 
 namespace offwake {
 namespace {
@@ -60,6 +61,7 @@ class Converter {
   Status carry(Record r);
   Status write_samples();
   bool is_kernel_thread(uint32_t tid) const;
+  void setup_unwinder(sched::PairerOptions& po);
   void add_build_id(perfdata::Mmap2Record& m);
 
   const ConvertOptions& opt_;
@@ -68,6 +70,7 @@ class Converter {
   std::optional<sched::BlockPairer> pairer_;
   std::optional<Kallsyms> kallsyms_;
   std::optional<perfdata::PerfDataWriter> writer_;
+  std::optional<unwind::DwarfUnwinder> unwinder_;  // stack copies (--call-graph dwarf)
   OffwakeEventIds ids_;
   const perfdata::EventDesc* switch_event_ = nullptr;
   const perfdata::EventDesc* waking_event_ = nullptr;
@@ -166,10 +169,10 @@ Status Converter::run(const std::vector<std::string>& argv) {
   auto r = perfdata::PerfDataReader::open(opt_.input);
   if (!r) {
     // The reader's only unsupported input is a sample field it does not decode: in a stock
-    // recording, the registers and stack copies of dwarf unwinding, or a branch stack.
+    // recording, a weight (-W) or a branch stack (-b, --call-graph lbr).
     if (!r.error().is(ErrorKind::kUnsupported)) return r.error();
-    return Error::unsupported(r.error().what() +
-                              ": convert reads frame-pointer callchains: record with -g, not --call-graph dwarf or lbr");
+    return Error::unsupported(r.error().what() + ": convert reads what " + std::string(kRecipe) +
+                              " (or --call-graph dwarf) records: record without -W, -b or --call-graph lbr");
   }
   reader_.emplace(std::move(r).value());
   if (reader_->mode() == perfdata::Mode::kFile) OFFWAKE_TRY(setup_decoder());
@@ -185,6 +188,7 @@ Status Converter::run(const std::vector<std::string>& argv) {
   // then the scheduler's own functions: both go, as in perf offwake record's stacks.
   if (kallsyms_) po.drop_leading_kernel = leading_frames_to_drop(std::make_shared<const Kallsyms>(*kallsyms_), opt_.sched_frames);
   po.is_kernel_thread = [this](uint32_t tid) { return is_kernel_thread(tid); };
+  setup_unwinder(po);
   pairer_.emplace(std::move(po));
 
   OFFWAKE_TRY(open_writer(argv));
@@ -277,6 +281,7 @@ Status Converter::sched_sample(const perfdata::SampleRecord& s, sched::SchedKind
   e.pid = s.pid;
   e.tid = s.tid;
   e.callchain = s.callchain;
+  e.user_stack = s.user_stack;
   stats_.callchains_cut += e.callchain.cut();
   auto d = decoder_->decode(s.raw, e);
   if (!d) return d.error().context(opt_.input + ": sample at offset " + hex(offset));
@@ -312,18 +317,22 @@ Status Converter::carry(Record r) {
   perfdata::SampleId* sid = nullptr;
   if (auto* c = std::get_if<perfdata::CommRecord>(&r)) {
     if (c->exec) pairer_->exec(c->tid);
+    if (c->exec && unwinder_) unwinder_->exec(c->pid);
     sid = &c->sample_id;
   } else if (auto* m = std::get_if<perfdata::Mmap2Record>(&r)) {
     add_build_id(*m);
+    if (unwinder_) unwinder_->mmap(*m);
     sid = &m->sample_id;
   } else if (auto* t = std::get_if<perfdata::TaskRecord>(&r)) {
     if (t->exit) {
       pairer_->exit(t->tid, t->time, t->sample_id.cpu);
+      if (unwinder_) unwinder_->exit(t->pid, t->tid);
     } else {
       tgid_of_[t->tid] = t->pid;
       if (t->pid != t->ppid) {
         parent_of_[t->pid] = t->ppid;
         pairer_->fork(t->ppid, t->pid);
+        if (unwinder_) unwinder_->fork(t->ppid, t->pid);
       }
     }
     sid = &t->sample_id;
@@ -338,6 +347,7 @@ Status Converter::carry(Record r) {
     // PERF_RECORD_MMAP (perf synthesizes the kernel's and its modules' that way): as MMAP2.
     auto m = perfdata::decode_mmap(*o, switch_event_->attr);
     if (!m) return m.error();
+    if (unwinder_) unwinder_->mmap(*m);
     r = *m;
     sid = &std::get<perfdata::Mmap2Record>(r).sample_id;
   } else {
@@ -367,6 +377,18 @@ void Converter::add_build_id(perfdata::Mmap2Record& m) {
   m.build_id = file_ids_.get(m.filename);
 }
 
+// perf record --call-graph dwarf: the samples carry the user registers and a copy of the user
+// stack instead of the user callchain; the stacks the pairer keeps are unwound from them, with
+// the mappings of the time (carry() hands the unwinder every mapping, fork, exec and exit).
+// Whether the samples have copies is known only once they come (a stream describes its events
+// as it goes), so the mappings are followed in any case; a sample without a copy is left as it is.
+void Converter::setup_unwinder(sched::PairerOptions& po) {
+  unwinder_.emplace(unwind::DwarfUnwinderOptions{opt_.max_stack, false});
+  po.complete_stack = [this](const sched::SchedEvent& e, Callchain& chain) {
+    unwinder_->unwind(e.pid, e.tid, e.user_stack, chain);
+  };
+}
+
 bool Converter::is_kernel_thread(uint32_t tid) const {
   if (tid == 0) return true;
   auto t = tgid_of_.find(tid);
@@ -381,6 +403,7 @@ Status Converter::write_samples() {
   for (const auto& b : info.build_ids) writer_->add_build_id(b);
   OFFWAKE_TRY(write_pseudo_waker_comms(*writer_, ids_));
   stats_.counters = pairer_->counters();
+  if (unwinder_) stats_.user_unwind = unwinder_->counts();
   stats_.duration_ns = info.last_sample_time > info.first_sample_time ? info.last_sample_time - info.first_sample_time : 0;
   BlockWriter blocks(*writer_, *pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr, stats_);
   for (const auto& a : pairer_->aggregates()) OFFWAKE_TRY(blocks.write(a, last_time_));

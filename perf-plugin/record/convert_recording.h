@@ -28,6 +28,8 @@ struct ConvertOptions {
   double min_block_us = 0, max_block_us = 0;
   bool sched_frames = false;
   bool quiet = false;
+  // Frames unwound from a user stack copy at most (perf's default --max-stack).
+  uint32_t max_stack = 127;
 };
 
 struct ConvertOutcome {

@@ -32,7 +32,25 @@ std::string bpf_only_option(const RecordOptions& o) {
   return "";
 }
 
+// --call-graph fp|dwarf[,SIZE]: the bytes of user stack each event copies (dwarf: SIZE rounded
+// up to whole u64s, 8192 by default, as perf), 0 for fp; an error for anything else.
+static Result<uint32_t> user_stack_copy(const std::string& call_graph) {
+  if (call_graph == "fp") return 0u;
+  if (call_graph == "dwarf") return 8192u;
+  constexpr unsigned long kMax = 65528;  // perf's: a record's size is a u16
+  if (call_graph.starts_with("dwarf,")) {
+    const std::string size = call_graph.substr(6);
+    char* end = nullptr;
+    const unsigned long n = strtoul(size.c_str(), &end, 0);
+    if (!size.empty() && *end == 0 && n > 0 && n <= kMax) return static_cast<uint32_t>((n + 7) / 8 * 8);
+    return Error::usage("--call-graph dwarf,SIZE takes 1 to " + std::to_string(kMax) + " bytes, not '" + size + "'");
+  }
+  return Error::usage("--call-graph takes fp or dwarf[,SIZE], not '" + call_graph + "'");
+}
+
 std::string record_usage_error(const RecordOptions& o) {
+  if (auto copy = user_stack_copy(o.call_graph); !copy) return copy.error().message();
+  else if (*copy && o.backend != "tracepoint") return "--call-graph dwarf needs --backend tracepoint";
   if (o.backend != "bpf" && o.backend != "tracepoint" && o.backend != "auto")
     return "--backend takes bpf, tracepoint or auto, not '" + o.backend + "'";
   if (std::string option = bpf_only_option(o); o.backend == "tracepoint" && !option.empty())
@@ -197,6 +215,7 @@ TracepointBlockOptions Recorder::tracepoint_options() const {
   if (opt_.max_stack && opt_.max_stack < depth) depth = static_cast<uint32_t>(opt_.max_stack);
   t.tracepoints.max_stack = static_cast<uint16_t>(std::min<uint32_t>(depth, UINT16_MAX));
   t.tracepoints.mmap_pages = static_cast<unsigned>(opt_.mmap_pages);
+  t.tracepoints.user_stack_copy = user_stack_copy(opt_.call_graph).value();  // checked by record_usage_error()
   return t;
 }
 

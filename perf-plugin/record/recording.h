@@ -46,6 +46,9 @@ struct RecordOptions {
   // buffer pages per CPU of the tracepoint back end.
   std::string backend = "auto";
   uint64_t mmap_pages = 1024;
+  // --call-graph: fp (the kernel's frame-pointer walk, or BPF's) or dwarf[,SIZE] (the
+  // tracepoint back end copies SIZE bytes of user stack per event, unwound in user space).
+  std::string call_graph = "fp";
   std::set<std::string> given;  // the options on the command line, as "--name"
 };
 

@@ -8,6 +8,7 @@
 
 #include "callchain/tracing_frames.h"
 #include "tracking/perf_event_set.h"
+#include "unwind/dwarf_unwinder.h"
 
 namespace offwake {
 
@@ -47,11 +48,18 @@ namespace {
 
 class TracepointBlocks : public BlockSource {
  public:
-  TracepointBlocks(sched::SchedTracepoints tp, sched::PairerOptions o, uint32_t stack_depth)
+  TracepointBlocks(sched::SchedTracepoints tp, sched::PairerOptions o, uint32_t stack_depth, bool unwind)
       : tp_(std::move(tp)),
         targets_(o.tgids.begin(), o.tgids.end()),
         follow_forks_(o.follow_forks),
         stack_depth_(stack_depth) {
+    if (unwind) {
+      // --call-graph dwarf: processes that existed before the recording are read from /proc.
+      unwinder_.emplace(unwind::DwarfUnwinderOptions{stack_depth, true});
+      o.complete_stack = [this](const sched::SchedEvent& e, Callchain& chain) {
+        unwinder_->unwind(e.pid, e.tid, e.user_stack, chain);
+      };
+    }
     if (!o.is_kernel_thread)
       o.is_kernel_thread = [this](uint32_t tid) {
         auto [it, fresh] = kthreads_.try_emplace(tid, false);
@@ -90,6 +98,8 @@ class TracepointBlocks : public BlockSource {
       }
     } else if (const auto* c = std::get_if<perfdata::CommRecord>(&r); c && c->exec) {
       tp_.add_task_change(c->sample_id.time, {TaskChange::Kind::kExec, 0, c->pid, c->tid});
+    } else if (const auto* m = std::get_if<perfdata::Mmap2Record>(&r); m && unwinder_) {
+      tp_.add_mapping(m->sample_id.time, *m);
     }
   }
 
@@ -126,6 +136,7 @@ class TracepointBlocks : public BlockSource {
     s.tracepoint_late = tp_.late() + late_;
     s.tracepoint_undecodable = tp_.undecodable();
     s.callchains_cut = tp_.callchains_cut();
+    if (unwinder_) s.user_unwind = unwinder_->counts();
     return ok_status();
   }
 
@@ -144,12 +155,23 @@ class TracepointBlocks : public BlockSource {
       pairer_->add(*e);
       return;
     }
+    if (const auto* m = std::get_if<perfdata::Mmap2Record>(&ev)) {
+      unwinder_->mmap(*m);
+      return;
+    }
     const auto& c = std::get<sched::TaskChange>(ev);
     switch (c.kind) {
-      case sched::TaskChange::Kind::kFork: pairer_->fork(c.parent_tgid, c.tgid); break;
-      case sched::TaskChange::Kind::kExec: pairer_->exec(c.tid); break;
+      case sched::TaskChange::Kind::kFork:
+        pairer_->fork(c.parent_tgid, c.tgid);
+        if (unwinder_) unwinder_->fork(c.parent_tgid, c.tgid);
+        break;
+      case sched::TaskChange::Kind::kExec:
+        pairer_->exec(c.tid);
+        if (unwinder_) unwinder_->exec(c.tgid);
+        break;
       case sched::TaskChange::Kind::kExit:
         pairer_->exit(c.tid, std::max(time, now_), c.cpu);
+        if (unwinder_) unwinder_->exit(c.tgid, c.tid);
         kthreads_.erase(c.tid);  // the tid may come back as another thread
         break;
     }
@@ -168,6 +190,7 @@ class TracepointBlocks : public BlockSource {
   bool follow_forks_;
   uint32_t stack_depth_;
   std::unordered_map<uint32_t, bool> kthreads_;
+  std::optional<unwind::DwarfUnwinder> unwinder_;  // --call-graph dwarf
   std::vector<offwake_event> ended_;
   uint64_t now_ = 0, stop_ns_ = 0, late_ = 0;
 };
@@ -184,8 +207,8 @@ Result<std::unique_ptr<BlockSource>> open_tracepoint_blocks(TracepointBlockOptio
       leading_frames_to_drop(std::make_shared<const Kallsyms>(std::move(kallsyms).value()), o.sched_frames);
   auto tp = sched::SchedTracepoints::open(std::move(decoder).value(), o.tracepoints);
   if (!tp) return tp.error();
-  return std::unique_ptr<BlockSource>(
-      new TracepointBlocks(std::move(tp).value(), std::move(o.pairer), o.tracepoints.max_stack));
+  return std::unique_ptr<BlockSource>(new TracepointBlocks(std::move(tp).value(), std::move(o.pairer),
+                                                          o.tracepoints.max_stack, o.tracepoints.user_stack_copy != 0));
 }
 
 }  // namespace offwake

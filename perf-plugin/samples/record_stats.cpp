@@ -66,6 +66,17 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"tracepoint_events_late", tracepoint_late},
       {"tracepoint_events_undecodable", tracepoint_undecodable},
       {"callchains_cut", callchains_cut},
+      {"dwarf_user_stacks", user_unwind.stacks},
+      {"dwarf_user_stacks_complete", user_unwind.complete},
+      {"dwarf_user_stacks_copy_too_small", user_unwind.copy_too_small},
+      {"dwarf_user_stacks_max_stack", user_unwind.max_stack},
+      {"dwarf_user_stacks_stopped", user_unwind.stopped},
+      {"dwarf_user_stacks_no_registers", user_unwind.no_registers},
+      {"dwarf_user_stacks_empty_copy", user_unwind.empty_copy},
+      {"dwarf_user_stacks_no_mapping", user_unwind.no_mapping},
+      {"dwarf_files_unusable", user_unwind.files_unusable},
+      {"dwarf_user_frames", user_unwind.frames},
+      {"dwarf_unwind_ns", user_unwind.ns},
       {"user_walks_complete", c.user_walk_end[OFFWAKE_WALK_COMPLETE]},
       {"user_walks_max_stack", c.user_walk_end[OFFWAKE_WALK_DEPTH]},
       {"user_walks_bad_frame", c.user_walk_end[OFFWAKE_WALK_BAD_FRAME]},
@@ -189,6 +200,7 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           "at the stop (counted up to it) ]\n",
           u(c.missed_wakeups), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
           u(c.untraced_switches), u(c.still_blocked));
+  print_user_unwind_summary(out, "record", s.user_unwind);
   uint64_t walks = 0;
   for (uint64_t n : c.user_walk_end) walks += n;
   if (walks) {
@@ -222,6 +234,17 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             "[ perf offwake record: tracepoint back end: %llu scheduler events lost (ring buffer full), %llu out "
             "of time order, %llu undecodable, %llu callchains cut at a word that is no context marker ]\n",
             u(s.tracepoint_lost), u(s.tracepoint_late), u(s.tracepoint_undecodable), u(s.callchains_cut));
+}
+
+void print_user_unwind_summary(FILE* out, const char* command, const UserUnwindCounts& n) {
+  if (!n.stacks) return;
+  fprintf(out,
+          "[ perf offwake %s: %llu user stacks unwound from stack copies, %llu complete; ended early: copy "
+          "too small %llu, --max-stack %llu, other %llu; not unwound: no user registers %llu, the pc alone "
+          "(empty copy %llu, no usable mapping %llu); %llu files unusable; %.3f ms, %.1f us a stack ]\n",
+          command, u(n.stacks), u(n.complete), u(n.copy_too_small), u(n.max_stack), u(n.stopped),
+          u(n.no_registers), u(n.empty_copy), u(n.no_mapping), u(n.files_unusable), n.ns / 1e6,
+          n.ns / 1e3 / static_cast<double>(n.stacks));
 }
 
 }  // namespace offwake

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "callchain/stack_ids.h"
+#include "callchain/user_stack.h"
 #include "offwake.h"
 #include "perfdata/bytes.h"
 #include "util/result.h"
@@ -43,6 +44,9 @@ struct RecordStats {
   // Scheduler events read from perf (the tracepoint back end, convert) whose callchain was cut
   // at a word that is no context marker: a user walk gone astray (Callchain::cut()).
   uint64_t callchains_cut = 0;
+  // --call-graph dwarf (the tracepoint back end), and convert of such a recording: the user
+  // stacks unwound from stack copies, and what became of them.
+  UserUnwindCounts user_unwind;
   uint64_t bytes = 0;
   std::string output;
   // --user-walker=auto: the unwind tables (record/user_unwind.h).
@@ -64,6 +68,8 @@ struct RecordStats {
 };
 
 void print_record_summary(FILE* out, const RecordStats& s);
+// The line on user stacks unwound from stack copies, if any were: "[ perf offwake COMMAND: ...".
+void print_user_unwind_summary(FILE* out, const char* command, const UserUnwindCounts& u);
 // -v: each binary whose code is walked by frame pointers for want of a table, and why.
 void print_unwind_failures(FILE* out, const RecordStats& s);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "block_rules.h"
 
@@ -46,9 +47,13 @@ int64_t BlockPairer::intern(std::vector<uint64_t> frames, int half) {
   return it->second;
 }
 
-// A callchain into its kernel and user halves, each interned. A blocked stack loses its
-// leading tracing and scheduler frames (see PairerOptions::drop_leading_kernel).
-void BlockPairer::split(const Callchain& chain, bool blocked, int64_t& kern, int64_t& user) {
+// An event's callchain (completed by PairerOptions::complete_stack when its user half is
+// wanted) into its kernel and user halves, each interned. A blocked stack loses its leading
+// tracing and scheduler frames (see PairerOptions::drop_leading_kernel).
+void BlockPairer::split(const SchedEvent& e, bool blocked, int64_t& kern, int64_t& user, bool complete) {
+  std::optional<Callchain> completed;
+  if (opt_.complete_stack && complete && user != kNoStack) opt_.complete_stack(e, completed.emplace(e.callchain));
+  const Callchain& chain = completed ? *completed : e.callchain;
   std::vector<uint64_t> k, u;
   for (const Frame& f : chain.frames()) {
     if (f.context == FrameContext::kKernel) k.push_back(f.ip);
@@ -118,7 +123,7 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   if (!blocks) return;
   t.state = e.prev_state;
   t.user = kernel_thread(e.prev_tid) ? kNoStack : 0;
-  split(e.callchain, true, t.kern, t.user);
+  split(e, true, t.kern, t.user);
   t.block_ts = e.time;
   t.blocked = true;
 }
@@ -155,6 +160,10 @@ void BlockPairer::waking(const SchedEvent& e) {
   if (it == threads_.end()) return;  // never seen: not a block we track
   Thread& t = it->second;
   const bool on_cpu = !t.blocked && t.running_on >= 0;
+  // A wakeup on the way into the scheduler belongs to the block that starts there, if the
+  // filters keep it (a thread not yet seen to switch out may be kept): only then is the
+  // waker's stack completed.
+  const bool may_keep = t.blocked || t.tgid == 0 || wanted(e.target_tid, t);
   if (!t.blocked && !on_cpu) {
     ++counters_.runnable_wakeups;  // not blocked (or in a block not recorded): ends nothing
     return;
@@ -171,7 +180,7 @@ void BlockPairer::waking(const SchedEvent& e) {
     offwake_irq_waker_comm(e.irq, comm);
     t.waker_comm = comm;
     t.waker_user = kNoStack;
-    split(e.callchain, false, t.waker_kern, t.waker_user);
+    split(e, false, t.waker_kern, t.waker_user);
     ++counters_.irq_wakeups;
   } else {
     Thread& w = thread(e.tid);
@@ -186,7 +195,7 @@ void BlockPairer::waking(const SchedEvent& e) {
       t.waker_flags = OFFWAKE_WAKER_KTHREAD;
       t.waker_user = kNoStack;
     }
-    split(e.callchain, false, t.waker_kern, t.waker_user);
+    split(e, false, t.waker_kern, t.waker_user, may_keep);
   }
   ++counters_.wakeups;
 }

@@ -44,6 +44,13 @@ struct PairerOptions : BlockFilters {
   bool every_switch = false;
   // With a timeline: every kept block goes here as it ends, and nothing is aggregated.
   std::function<void(const offwake_event&)> timeline;
+  // Completes the user half of a stack the pairer keeps, before it is split (a blocked
+  // thread's at its switch-out, a task waker's at a wakeup of a block kept, or that may be:
+  // one on the way into the scheduler of a thread the filters want): the tracepoint back
+  // end and convert unwind the event's user stack copy there (--call-graph dwarf), in time
+  // order with the mappings, and only for the stacks that are used. Unset: the callchain as
+  // the event has it.
+  std::function<void(const SchedEvent& e, Callchain& chain)> complete_stack;
 };
 
 class BlockPairer : public StackTraceSource {
@@ -93,7 +100,8 @@ class BlockPairer : public StackTraceSource {
   Thread& thread(uint32_t tid);
   bool wanted(uint32_t tid, const Thread& t) const;
   int64_t intern(std::vector<uint64_t> frames, int half);
-  void split(const Callchain& chain, bool blocked, int64_t& kern, int64_t& user);
+  // `complete`: the stack may be kept, so PairerOptions::complete_stack completes it.
+  void split(const SchedEvent& e, bool blocked, int64_t& kern, int64_t& user, bool complete = true);
   void switch_out(const SchedEvent& e);
   void switch_in(const SchedEvent& e);
   void waking(const SchedEvent& e);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "callchain/callchain.h"
+#include "callchain/user_stack.h"
 
 namespace offwake::sched {
 
@@ -23,6 +24,10 @@ struct SchedEvent {
   // The current task's stack, kernel then user, as the sample's callchain: at a switch the
   // stack prev blocked in, at a waking the waker's.
   Callchain callchain;
+  // With --call-graph dwarf: the current task's user registers and stack copy, which
+  // PairerOptions::complete_stack unwinds into the callchain's user frames for the stacks
+  // the pairer keeps. The callchain then holds the kernel's frames only.
+  UserStackDump user_stack;
 
   // sched_switch
   uint32_t prev_tid = 0, next_tid = 0;

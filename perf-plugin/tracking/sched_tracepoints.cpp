@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "callchain/user_regs.h"
+
 namespace offwake::sched {
 
 namespace {
@@ -14,6 +16,13 @@ perf_event_attr tracepoint_attr(uint64_t id, const SchedTracepointOptions& o) {
   a.sample_period = 1;
   a.sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW;
   a.sample_max_stack = o.max_stack;
+  if (o.user_stack_copy) {
+    // As perf record --call-graph dwarf: the kernel's callchain stops at the user boundary.
+    a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = kUserRegsMask;
+    a.sample_stack_user = o.user_stack_copy;
+    a.exclude_callchain_user = 1;
+  }
   return a;
 }
 
@@ -59,6 +68,7 @@ Status SchedTracepoints::read() {
     }
     e.callchain = s->callchain;
     cut_ += e.callchain.cut();
+    e.user_stack = s->user_stack;
     order_.push(buffer, e.time, std::move(e));
     return ok_status();
   });
@@ -66,6 +76,11 @@ Status SchedTracepoints::read() {
 
 void SchedTracepoints::add_task_change(uint64_t time, const TaskChange& c) {
   OrderedEvent e(std::in_place_type<TaskChange>, c);
+  order_.push_other(time, std::move(e));
+}
+
+void SchedTracepoints::add_mapping(uint64_t time, const perfdata::Mmap2Record& m) {
+  OrderedEvent e(std::in_place_type<perfdata::Mmap2Record>, m);
   order_.push_other(time, std::move(e));
 }
 

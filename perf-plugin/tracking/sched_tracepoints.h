@@ -28,11 +28,16 @@ struct TaskChange {
   uint32_t cpu = 0;  // where it happened (kExit: where a block left open ends)
 };
 
-using OrderedEvent = std::variant<SchedEvent, TaskChange>;
+// A mapping from the tracking events, ordered too when user stacks are unwound (the
+// unwinder must see a process's mappings as they were at each of its stacks).
+using OrderedEvent = std::variant<SchedEvent, TaskChange, perfdata::Mmap2Record>;
 
 struct SchedTracepointOptions {
   uint16_t max_stack = 127;    // sample_max_stack: kernel and user frames together
   unsigned mmap_pages = 1024;  // ring buffer pages per CPU (a power of two)
+  // --call-graph dwarf,SIZE: instead of the kernel's user callchain, each event copies the
+  // user registers and SIZE bytes of user stack (a multiple of 8; 0: no copy).
+  uint32_t user_stack_copy = 0;
 };
 
 class SchedTracepoints {
@@ -49,6 +54,7 @@ class SchedTracepoints {
   // since (add_task_change), then release().
   Status read();
   void add_task_change(uint64_t time, const TaskChange& c);
+  void add_mapping(uint64_t time, const perfdata::Mmap2Record& m);
   // Hands the events that are safe to release to `fn` in time order (after the last read()
   // pass, or all of them with `all`, at the end).
   void release(const std::function<void(uint64_t time, OrderedEvent&&)>& fn, bool all = false);

@@ -11,6 +11,7 @@
 #include "synth/elf_file.h"
 #include "unwind/cfi_entries.h"
 #include "unwind/frame_rule.h"
+#include "unwind/load_bias.h"
 #include "util/elf_handle.h"
 
 namespace offwake::unwind {
@@ -177,13 +178,9 @@ uint32_t UnwindTable::rule_at(uint64_t vaddr) const {
 }
 
 std::optional<uint64_t> UnwindTable::bias(uint64_t start, uint64_t pgoff) const {
-  // The mapping starts at a page boundary of the file, at or below its segment's offset.
-  constexpr uint64_t kPage = 4096;
-  for (const CodeSegment& seg : segments) {
-    if (pgoff < (seg.offset & ~(kPage - 1)) || pgoff >= seg.offset + seg.filesz) continue;
-    // pc - start + pgoff is the file offset; + vaddr - offset the ELF address; - base the row pc.
-    return start - pgoff + seg.offset - seg.vaddr + base;
-  }
+  // pc minus the load bias is the ELF address, minus base the row pc.
+  for (const CodeSegment& seg : segments)
+    if (auto bias = segment_load_bias(start, pgoff, seg.offset, seg.vaddr, seg.filesz)) return *bias + base;
   return std::nullopt;
 }
 

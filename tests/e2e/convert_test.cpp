@@ -289,12 +289,14 @@ TEST(ConvertRefuses, PerTaskWithoutSwitchEvents) {
   expect_refused(convert_stock(dir, kSchedEvents + "-g"), "record with --switch-events");
 }
 
-// perf record --call-graph dwarf adds the user registers and stack copy to each sample, which
-// the reader does not decode (unsupported, not broken): the error says how to record instead.
-TEST(ConvertRefuses, DwarfCallchainsSayHowToRecord) {
+// perf record -W adds a weight to each sample, which the reader does not decode (unsupported,
+// not broken): the error says how to record instead. (--call-graph dwarf's registers and stack
+// copies are read: dwarf_unwind_test.cpp.)
+TEST(ConvertRefuses, WeightSaysHowToRecord) {
   TempDir dir;
-  Refusal r = convert_stock(dir, kSchedEvents + "--switch-events --call-graph dwarf");
-  expect_refused(r, "is not supported: convert reads frame-pointer callchains: record with -g");
+  Refusal r = convert_stock(dir, kSchedEvents + "--switch-events -g -W");
+  expect_refused(r, "is not supported: convert reads what perf record -e sched:sched_switch -e sched:sched_waking -g "
+                    "(or --call-graph dwarf) records: record without -W");
 }
 
 TEST(ConvertRefuses, NotPerfData) {
@@ -302,7 +304,7 @@ TEST(ConvertRefuses, NotPerfData) {
   run("echo hello > " + dir.file("text"));
   RunResult c = run(kOffwake + " convert -i " + dir.file("text") + " -o " + dir.file("out.data"));
   expect_refused({c.status, c.err}, "not a perf.data file");
-  EXPECT_EQ(c.err.find("frame-pointer"), std::string::npos) << "broken input, not a way of recording: " << c.err;
+  EXPECT_EQ(c.err.find("record without"), std::string::npos) << "broken input, not a way of recording: " << c.err;
 }
 
 TEST(ConvertRefuses, MissingOutputIsUsage) {
@@ -322,7 +324,7 @@ TEST(ConvertRefuses, TruncatedFile) {
     RunResult c = run(kOffwake + " convert -i " + dir.file("cut.data") + " -o " + dir.file("out.data"));
     EXPECT_EQ(c.status, 1) << "cut at " << n << ": " << c.err;
     EXPECT_NE(c.err.find("perf offwake convert: "), std::string::npos) << c.err;
-    EXPECT_EQ(c.err.find("frame-pointer"), std::string::npos) << "broken input, not a way of recording: " << c.err;
+    EXPECT_EQ(c.err.find("record without"), std::string::npos) << "broken input, not a way of recording: " << c.err;
     struct stat st {};
     EXPECT_NE(stat(dir.file("out.data").c_str(), &st), 0) << "no output from a failed conversion";
   }

@@ -234,7 +234,7 @@ TEST(ReaderMalformed, UnsupportedSampleTypeInAttr) {
   b = pipe_image();
   auto offsets = record_offsets(b, sizeof(PipeHeader), b.size());
   ASSERT_EQ(type_at(b, offsets[0]), uint32_t{kRecordHeaderAttr});
-  poke<uint64_t>(b, offsets[0] + 8 + offsetof(perf_event_attr, sample_type), PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER);
+  poke<uint64_t>(b, offsets[0] + 8 + offsetof(perf_event_attr, sample_type), PERF_SAMPLE_IP | PERF_SAMPLE_WEIGHT);
   expect_error(b, "not supported", ErrorKind::kUnsupported);
 }
 

@@ -17,13 +17,19 @@ static_assert(std::endian::native == std::endian::little, "byte arrays below are
 constexpr uint64_t kEveryBit[] = {
     PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP,     PERF_SAMPLE_TID,    PERF_SAMPLE_TIME,
     PERF_SAMPLE_ADDR,       PERF_SAMPLE_ID,     PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU,
-    PERF_SAMPLE_PERIOD,     PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_RAW};
+    PERF_SAMPLE_PERIOD,     PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_RAW, PERF_SAMPLE_REGS_USER,
+    PERF_SAMPLE_STACK_USER, PERF_SAMPLE_DATA_SRC};
+
+// The user registers of the samples below: three of them (bits 0, 7 and 8: ax, sp, ip).
+constexpr uint64_t kRegsMask = 0x181;
 
 perf_event_attr attr_with(uint64_t sample_type, bool sample_id_all = false) {
   perf_event_attr a{};
   a.size = sizeof a;
   a.sample_type = sample_type;
   a.sample_id_all = sample_id_all;
+  a.sample_regs_user = kRegsMask;
+  a.sample_stack_user = 32;
   return a;
 }
 
@@ -44,6 +50,12 @@ SampleRecord full_sample() {
   s.callchain.push(0x401000, FrameContext::kUser);
   s.callchain.push(0x402000, FrameContext::kUser);
   s.raw = {0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8};  // 4 + 12 = 16: no padding needed
+  s.user_stack.abi = PERF_SAMPLE_REGS_ABI_64;
+  s.user_stack.regs_mask = kRegsMask;
+  s.user_stack.regs = {0x9191, 0x7ffd0000, 0x401234};
+  s.user_stack.stack_size = 32;
+  s.user_stack.stack = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // 12 of the 32 bytes filled
+  s.data_src = 0xa0a0;
   return s;
 }
 
@@ -61,6 +73,16 @@ SampleRecord selected(const SampleRecord& s, uint64_t t) {
   if (t & PERF_SAMPLE_PERIOD) e.period = s.period;
   if (t & PERF_SAMPLE_CALLCHAIN) e.callchain = s.callchain;
   if (t & PERF_SAMPLE_RAW) e.raw = s.raw;
+  if (t & PERF_SAMPLE_REGS_USER) {
+    e.user_stack.abi = s.user_stack.abi;
+    e.user_stack.regs_mask = s.user_stack.regs_mask;
+    e.user_stack.regs = s.user_stack.regs;
+  }
+  if (t & PERF_SAMPLE_STACK_USER) {
+    e.user_stack.stack_size = s.user_stack.stack_size;
+    e.user_stack.stack = s.user_stack.stack;
+  }
+  if (t & PERF_SAMPLE_DATA_SRC) e.data_src = s.data_src;
   return e;
 }
 
@@ -154,9 +176,82 @@ TEST(SampleEncoder, ExactByteLayout) {
       0xa5, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //   ...and zero padding
   };
   static_assert(sizeof expected == 136);
-  auto bytes = encode_sample(attr_with(kSupportedSampleType), s);
+  const uint64_t t = kSupportedSampleType & ~uint64_t{PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_DATA_SRC};
+  auto bytes = encode_sample(attr_with(t), s);
   ASSERT_TRUE(bytes) << bytes.error().message();
   EXPECT_EQ(*bytes, Bytes(std::begin(expected), std::end(expected)));
+}
+
+// REGS_USER, STACK_USER and DATA_SRC as perf record --call-graph dwarf writes them: abi and one
+// u64 per bit of sample_regs_user; the copy's size, its bytes (the unfilled ones zero here) and
+// how many the kernel filled; the data source.
+TEST(SampleEncoder, ExactByteLayoutOfAStackCopy) {
+  SampleRecord s;
+  s.misc = PERF_RECORD_MISC_USER;
+  s.user_stack.abi = PERF_SAMPLE_REGS_ABI_64;
+  s.user_stack.regs_mask = kRegsMask;
+  s.user_stack.regs = {0x11, 0x12, 0x13};
+  s.user_stack.stack_size = 16;
+  s.user_stack.stack = {0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28};
+  s.data_src = 0x31;
+  const uint8_t expected[] = {
+      0x09, 0x00, 0x00, 0x00, 0x02, 0x00, 0x50, 0x00,  // type 9 (SAMPLE), misc 2 (USER), size 80
+      0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // REGS_USER abi 2 (64-bit)
+      0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //   ax
+      0x12, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //   sp
+      0x13, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //   ip
+      0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // STACK_USER size 16
+      0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,  //   the filled bytes
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //   the rest
+      0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //   dyn_size 8
+      0x31, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // DATA_SRC
+  };
+  static_assert(sizeof expected == 80);
+  const perf_event_attr a = attr_with(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_DATA_SRC);
+  auto bytes = encode_sample(a, s);
+  ASSERT_TRUE(bytes) << bytes.error().message();
+  EXPECT_EQ(*bytes, Bytes(std::begin(expected), std::end(expected)));
+  auto back = decode_sample(a, PERF_RECORD_MISC_USER, std::span(*bytes).subspan(8));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(back->user_stack.reg(8), 0x13u);  // PERF_REG_X86_IP
+  EXPECT_EQ(back->user_stack.reg(1), std::nullopt);  // not in the mask
+  EXPECT_FALSE(back->user_stack.stack_copy_full());  // 8 of 16 bytes: the stack's top was reached
+}
+
+// A task without user context (a kernel thread, an exiting task): abi NONE and no registers;
+// a copy of size 0 has neither bytes nor dyn_size.
+TEST(SampleDecoder, NoUserContextHasNoRegistersAndNoCopy) {
+  const uint64_t words[] = {PERF_SAMPLE_REGS_ABI_NONE, 0, 0x31};
+  const perf_event_attr a = attr_with(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_DATA_SRC);
+  auto s = decode_sample(a, PERF_RECORD_MISC_KERNEL,
+                         std::span(reinterpret_cast<const uint8_t*>(words), sizeof words));
+  ASSERT_TRUE(s) << s.error().message();
+  EXPECT_EQ(s->user_stack.abi, 0u);
+  EXPECT_TRUE(s->user_stack.regs.empty());
+  EXPECT_EQ(s->user_stack.stack_size, 0u);
+  EXPECT_TRUE(s->user_stack.stack.empty());
+  EXPECT_EQ(s->user_stack.reg(8), std::nullopt);
+  EXPECT_EQ(s->data_src, 0x31u);
+}
+
+TEST(SampleDecoder, StackCopyFilledBeyondItsSizeIsBadInput) {
+  const uint64_t words[] = {8, 0x1111, 16};  // size 8, one word, dyn_size 16
+  auto s = decode_sample(attr_with(PERF_SAMPLE_STACK_USER), 0,
+                         std::span(reinterpret_cast<const uint8_t*>(words), sizeof words));
+  ASSERT_FALSE(s);
+  EXPECT_TRUE(s.error().is(ErrorKind::kBadInput)) << s.error().message();
+  const uint64_t overrun[] = {4096, 0x1111};
+  s = decode_sample(attr_with(PERF_SAMPLE_STACK_USER), 0,
+                    std::span(reinterpret_cast<const uint8_t*>(overrun), sizeof overrun));
+  ASSERT_FALSE(s);
+  EXPECT_TRUE(s.error().is(ErrorKind::kBadInput)) << s.error().message();
+}
+
+TEST(SampleEncoder, RegistersThatDoNotMatchTheMaskAreAnError) {
+  SampleRecord s = full_sample();
+  s.user_stack.regs.pop_back();
+  EXPECT_FALSE(encode_sample(attr_with(PERF_SAMPLE_REGS_USER), s));
 }
 
 TEST(SampleEncoder, RawIsPaddedSoSizeAndDataEndAligned) {
@@ -213,10 +308,9 @@ TEST(SampleEncoder, MiscZeroMeansTheLeafCpumode) {
 TEST(SampleEncoder, UnsupportedBitsAreRejected) {
   const SampleRecord s = full_sample();
   Bytes payload(64, 0);
-  for (uint64_t bit : {uint64_t{PERF_SAMPLE_BRANCH_STACK}, uint64_t{PERF_SAMPLE_REGS_USER},
-                       uint64_t{PERF_SAMPLE_READ}, uint64_t{PERF_SAMPLE_STACK_USER},
-                       uint64_t{PERF_SAMPLE_WEIGHT}, uint64_t{PERF_SAMPLE_DATA_SRC},
-                       uint64_t{1} << 63}) {
+  for (uint64_t bit : {uint64_t{PERF_SAMPLE_BRANCH_STACK}, uint64_t{PERF_SAMPLE_READ},
+                       uint64_t{PERF_SAMPLE_WEIGHT}, uint64_t{PERF_SAMPLE_WEIGHT_STRUCT},
+                       uint64_t{PERF_SAMPLE_REGS_INTR}, uint64_t{1} << 63}) {
     const std::string bitno = std::to_string(std::countr_zero(bit));
     SCOPED_TRACE("bit " + bitno);
     auto enc = encode_sample(attr_with(PERF_SAMPLE_IP | bit), s);

@@ -268,7 +268,7 @@ TEST(WriterErrors, OtherInvalidSetups) {
   for (auto& e : events) e.attr.sample_type &= ~uint64_t{PERF_SAMPLE_IDENTIFIER};
   EXPECT_FALSE(create(events));  // two events need the identifier to tell samples apart
   events = two_events();
-  events[0].attr.sample_type |= PERF_SAMPLE_REGS_USER;
+  events[0].attr.sample_type |= PERF_SAMPLE_WEIGHT;
   EXPECT_FALSE(create(events));
   auto w = create(two_events());
   ASSERT_TRUE(w);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "../perfdata/fixtures.h"
@@ -40,6 +41,9 @@ TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
   ASSERT_TRUE(w) << w.error().message();
   RecordStats stats;
   stats.counters.agg_map_full = 3;  // blocks lost: one LOST_SAMPLES record of offwake-time
+  stats.user_unwind.stacks = 5;      // --call-graph dwarf: stored with the rest
+  stats.user_unwind.complete = 4;
+  stats.user_unwind.copy_too_small = 1;
   std::vector<size_t> described;
   {
     BlockWriter blocks(*w, table, ids, nullptr, stats, [&](const std::vector<perfdata::SampleRecord>& s) {
@@ -84,10 +88,11 @@ TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
   ASSERT_TRUE(r->info().other_sections.count(kFeatOffwakeStats));
   auto fields = decode_record_stats(r->info().other_sections.at(kFeatOffwakeStats));
   ASSERT_TRUE(fields);
-  bool aggregates_found = false;
-  for (const auto& [key, value] : *fields)
-    if (key == "aggregates") aggregates_found = value == 2;
-  EXPECT_TRUE(aggregates_found);
+  std::map<std::string, uint64_t> stored(fields->begin(), fields->end());
+  EXPECT_EQ(stored["aggregates"], 2u);
+  EXPECT_EQ(stored["dwarf_user_stacks"], 5u);
+  EXPECT_EQ(stored["dwarf_user_stacks_complete"], 4u);
+  EXPECT_EQ(stored["dwarf_user_stacks_copy_too_small"], 1u);
 }
 
 TEST(BlockWriter, PseudoWakersAreNamedByTid) {

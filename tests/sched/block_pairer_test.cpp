@@ -87,6 +87,43 @@ TEST(BlockPairer, SwitchOutWakingSwitchInIsOneBlockWithItsWaker) {
   EXPECT_EQ(p.counters().wakeups, 1u);
 }
 
+// --call-graph dwarf: the user half of a stack the pairer keeps is completed (from the event's
+// stack copy) before it is interned: a blocked thread's at its switch-out, a task waker's. Not
+// for a preemption, an interrupt's waker, a kernel thread, or a block the filters drop (nor
+// the waker of a running thread whose next block they would drop).
+TEST(BlockPairer, CompletesTheUserHalfOfTheStacksItKeepsOnly) {
+  PairerOptions o = options();
+  o.tgids = {10, 40};
+  o.is_kernel_thread = [](uint32_t tid) { return tid == 50; };
+  std::vector<uint32_t> completed;
+  o.complete_stack = [&](const SchedEvent& e, Callchain& c) {
+    completed.push_back(e.tid);
+    c.set_user_frames(std::vector<uint64_t>{0x500000 + e.tid, 0x600000});
+  };
+  BlockPairer p(o);
+  p.add(switch_ev(0, 0, 30, 30, 0, 0, chain({1}, {2})));                            // preempted
+  p.add(switch_ev(1 * kMs, 0, 31, 31, OFFWAKE_STATE_INTERRUPTIBLE, 1, chain({1}, {2})));  // not a target
+  p.add(switch_ev(1 * kMs + 1, 1, 0, 0, 0, 31));
+  p.add(waking_ev(1 * kMs + 2, 0, 20, 20, 31, 0, chain({3}, {})));  // on its way in: not kept
+  p.add(switch_ev(2 * kMs, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {})));
+  p.add(waking_ev(3 * kMs, 1, 20, 20, 10, 0, chain({3}, {})));
+  p.add(switch_ev(4 * kMs, 0, 0, 0, 0, 10));
+  p.add(switch_ev(5 * kMs, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {})));
+  p.add(waking_ev(6 * kMs, 1, 30, 30, 10, OFFWAKE_WAKER_HARDIRQ, chain({5}, {7})));  // an interrupt
+  p.add(switch_ev(7 * kMs, 0, 0, 0, 0, 10));
+  p.add(switch_ev(8 * kMs, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {})));
+  p.add(waking_ev(9 * kMs, 1, 50, 0, 10, 0, chain({6}, {})));  // a kernel thread
+  p.add(switch_ev(10 * kMs, 0, 0, 0, 0, 10));
+  EXPECT_EQ(completed, (std::vector<uint32_t>{10, 20, 10, 10}));
+  ASSERT_EQ(p.aggregates().size(), 3u);
+  const offwake_key& k = p.aggregates()[0].key;
+  EXPECT_EQ(frames(p, k.user_stack_id), (std::vector<uint64_t>{0x50000a, 0x600000}));
+  EXPECT_EQ(frames(p, k.waker_user_stack_id), (std::vector<uint64_t>{0x500014, 0x600000}));
+  EXPECT_EQ(frames(p, k.kern_stack_id), (std::vector<uint64_t>{1}));
+  EXPECT_EQ(p.aggregates()[1].key.waker_user_stack_id, OFFWAKE_NO_STACK);
+  EXPECT_EQ(p.aggregates()[2].key.waker_user_stack_id, kNoStack);
+}
+
 TEST(BlockPairer, SameStacksSumAndFiltersDrop) {
   PairerOptions o = options();
   o.min_block_ns = 2 * kMs;

@@ -1,0 +1,96 @@
+#include "unwind/recorded_mappings.h"
+
+#include <sys/mman.h>
+
+#include <iterator>
+
+#include "synth/proc_maps.h"
+
+namespace offwake::unwind {
+
+namespace {
+
+// A file that can be opened by its name: not anonymous memory, [vdso] or [stack], nor a file
+// deleted since it was mapped.
+bool is_file(const std::string& path) {
+  constexpr std::string_view kDeleted = " (deleted)";
+  return !path.empty() && path[0] == '/' && !path.ends_with(kDeleted);
+}
+
+}  // namespace
+
+RecordedMappings::Process& RecordedMappings::process(uint32_t pid) {
+  auto [it, added] = processes_.try_emplace(pid);
+  if (added) {
+    it->second.generation = next_generation_++;
+    if (read_proc_) read_proc(pid, it->second);
+  }
+  return it->second;
+}
+
+void RecordedMappings::read_proc(uint32_t pid, Process& p) {
+  auto maps = read_proc_maps(static_cast<pid_t>(pid));
+  if (!maps) return;  // gone: its stacks have no mappings
+  for (const ProcMapping& m : *maps) {
+    if (m.perms.size() < 3 || m.perms[2] != 'x' || !is_file(m.path)) continue;
+    p.by_start[m.start] = RecordedMapping{m.start, m.end, m.pgoff, m.path, {}};
+  }
+}
+
+void RecordedMappings::remove_overlaps(Process& p, uint64_t start, uint64_t end) {
+  auto it = p.by_start.lower_bound(start);
+  if (it != p.by_start.begin() && std::prev(it)->second.end > start) --it;
+  bool changed = false;
+  while (it != p.by_start.end() && it->second.start < end) {
+    RecordedMapping old = it->second;
+    it = p.by_start.erase(it);
+    changed = true;
+    if (old.start < start) {
+      RecordedMapping left = old;
+      left.end = start;
+      p.by_start[left.start] = left;
+    }
+    if (old.end > end) {
+      RecordedMapping right = old;
+      right.pgoff += end - old.start;
+      right.start = end;
+      it = p.by_start.emplace(right.start, right).first;
+      ++it;
+    }
+  }
+  if (changed) p.generation = next_generation_++;
+}
+
+void RecordedMappings::mmap(const perfdata::Mmap2Record& m) {
+  if (m.len == 0 || (m.cpumode & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) return;
+  Process& p = process(m.pid);
+  remove_overlaps(p, m.start, m.start + m.len);
+  if (!(m.prot & PROT_EXEC) || !is_file(m.filename)) return;
+  p.by_start[m.start] = RecordedMapping{m.start, m.start + m.len, m.pgoff, m.filename, m.build_id};
+}
+
+void RecordedMappings::fork(uint32_t parent_pid, uint32_t child_pid) {
+  if (parent_pid == child_pid) return;
+  Process child;
+  child.by_start = process(parent_pid).by_start;
+  child.generation = next_generation_++;
+  processes_[child_pid] = std::move(child);
+}
+
+void RecordedMappings::exec(uint32_t pid) {
+  Process& p = processes_[pid];  // not read from /proc: the new program's mappings follow
+  p.by_start.clear();
+  p.generation = next_generation_++;
+}
+
+const RecordedMapping* RecordedMappings::find(uint32_t pid, uint64_t addr) {
+  Process& p = process(pid);
+  auto it = p.by_start.upper_bound(addr);
+  if (it == p.by_start.begin()) return nullptr;
+  --it;
+  return addr < it->second.end ? &it->second : nullptr;
+}
+
+uint64_t RecordedMappings::generation(uint32_t pid) { return process(pid).generation; }
+
+}  // namespace offwake::unwind
