@@ -626,6 +626,35 @@ def print_keys_table(args, offwakes, results, failed):
 
 # ---------------------------------------------------------------------------------------------
 
+def startup_rounds(args, offwakes, tmp):
+    """Issue 23: a system-wide recording's start-up with unwind tables. Each perf-offwake records
+    the whole machine for half a second; its summary states the tables built for every process
+    alive (binaries, memory) and the milliseconds that took before the programs attached; the
+    wall time to a complete file is measured too."""
+    rows = []
+    for prefix, binary in offwakes:
+        if prefix:  # baselines may predate the tables
+            continue
+        for r in range(args.startup_rounds):
+            out = os.path.join(tmp, f"startup-{r}.data")
+            t0 = time.monotonic()
+            p = subprocess.run([binary, "record", "-a", "--duration", "0.5", "-o", out], capture_output=True, text=True)
+            wall = time.monotonic() - t0
+            m = re.search(r"unwind tables: (\d+) binaries, ([\d.]+) of (\d+) MB \(--unwind-memory\), (\d+) ms at the start",
+                          p.stderr)
+            if p.returncode != 0 or not m:
+                raise BenchError(f"{binary} record -a: no unwind table summary (status {p.returncode}): {p.stderr[-500:]}")
+            procs = sum(1 for d in os.listdir("/proc") if d.isdigit())
+            rows.append([prefix + "offwake", str(r + 1), str(procs), m.group(1), f"{m.group(2)} / {m.group(3)}",
+                         m.group(4), f"{wall:.2f}"])
+            os.unlink(out)
+    print()
+    print("Start-up of a system-wide recording (record -a --duration 0.5): the unwind tables of every process alive "
+          "are built before the BPF programs attach.")
+    print_table(["tracer", "round", "processes", "tables", "table MB / --unwind-memory", "tables ms", "wall s"],
+                rows, left=2)
+
+
 def parse_args():
     ap = argparse.ArgumentParser(
         description="Overhead of system-wide off-CPU recording (perf offwake and peers), as a table.",
@@ -642,6 +671,8 @@ def parse_args():
     ap.add_argument("--tracers", default=",".join(TRACER_KEYS),
                     help=f"subset of {','.join(TRACER_KEYS)} (untraced runs are always in)")
     ap.add_argument("--keys-rounds", type=int, default=3, help="rounds of the stop-time test (0: skip; default 3)")
+    ap.add_argument("--startup-rounds", type=int, default=3,
+                    help="system-wide start-up measurements with unwind tables (0: skip; default 3)")
     ap.add_argument("--keys-depth", type=int, default=17, help="2^DEPTH call paths for the stop-time test (17)")
     ap.add_argument("--keys-map-size", type=int, default=262144)
     ap.add_argument("--keys-stack-storage", type=int, default=524288)
@@ -715,6 +746,8 @@ def main():
             log(f"warning: other perf, perf-offwake or bpftrace processes were running at the end: "
                 f"{' '.join(others)}")
         print_overhead_table(args, workloads, tracers, results)
+        if args.startup_rounds > 0:
+            startup_rounds(args, offwakes, tmp)
         if keys:
             print_keys_table(args, offwakes, *keys)
             status = 1 if keys[1] else 0
