@@ -246,8 +246,12 @@ TEST(CompleteStacks, OwnWorkloadStacksEqualPerfDwarf) {
   EXPECT_GT(a.thread_waker_ns, 0u) << a.summary();
   EXPECT_GE(a.waker_complete_share(), kOwnEqualShare) << a.summary();
   EXPECT_EQ(a.unseen_waker_ns, 0u) << "perf lost wakeups: " << a.summary() << r.rec.perf_err;
-  expect_threads_within_truth(r, true);
-  // Each truth line's own blocks: found by the function a complete stack names.
+  // Per thread: its time within 5%, and at least its timed blocks. Exactly its timed blocks is
+  // required per function below: a thread may also block where it times nothing (a page
+  // fault in its 80-frame chain, seen once in a CI rehearsal: 31 blocks against 30), a real
+  // block that belongs in the recording.
+  expect_threads_within_truth(r, false);
+  // Each truth line's own blocks, exactly: found by the function a complete stack names.
   RunResult script = run(std::string(kDebianPerf) + " script " + kPerfScriptFields + " -i " + r.rec.offwake_data);
   std::vector<ScriptSample> samples = parse_perf_script(script.out);
   add_block_counts(samples, r.rec.offwake_data);
