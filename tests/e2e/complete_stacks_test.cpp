@@ -124,6 +124,21 @@ void expect_reference_complete(const DwarfStacks& perf, const std::set<uint32_t>
       << complete << " of perf's " << stacks << " distinct blocked stacks reach the thread's start:" << incomplete;
 }
 
+// A timed function's recorded time against its truth: within 5%. A block whose switch-in the
+// kernel did not trace (this VM runs no program for switches of its init process's threads)
+// ends at its wakeup, without the run-queue wait that the workload's clock counts: if the
+// recording counted such a block (its summary's "ended late"), the time may fall short by one
+// block of the truth's (max_missed_ns), as in the other tests of the project; never more.
+void expect_function_time(double recorded, uint64_t truth_ns, uint64_t truth_count, const std::string& record_err,
+                          const std::string& what) {
+  const double least = (1 - kBlockedTimeTolerance) * static_cast<double>(truth_ns);
+  if (blocks_ended_late(record_err) == 0 || recorded >= least) {
+    expect_within_5_percent(static_cast<uint64_t>(recorded), truth_ns, what);
+    return;
+  }
+  EXPECT_GE(recorded, least - static_cast<double>(max_missed_ns(truth_ns, truth_count))) << what << "\n" << record_err;
+}
+
 // The blocked time and blocks of each thread of `pid` that printed a truth line, summed over its
 // lines, against our offwake-time samples of that thread (all of them, whatever their stack):
 // within 5% (kBlockedTimeTolerance), and as many blocks (at least as many where `exact_counts`
@@ -260,7 +275,9 @@ TEST(CompleteStacks, OwnWorkloadStacksEqualPerfDwarf) {
     if (!ours.count(t.tid) || t.function == "nofp_idle_read") continue;  // the idle read's stack holds the handler's too
     SCOPED_TRACE(t.function);
     Blocked b = blocked_in(samples, t, blocks_without_waker(r.rec.offwake_err));
-    expect_truth_blocks(b, t.function);
+    EXPECT_TRUE(b.counted) << "a sample without its count of blocks";
+    EXPECT_EQ(b.count, t.count) << "blocks recorded in " << t.function << " against the workload's count";
+    expect_function_time(static_cast<double>(b.ns), t.blocked_ns, t.count, r.rec.offwake_err, t.function);
     if (t.waker_tid == 0) continue;  // the timer
     for (const ScriptSample* w : b.wakers)
       EXPECT_TRUE(w->tid == t.waker_tid && w->has_frame(t.waker_function)) << w->comm << " " << w->tid;
@@ -319,7 +336,8 @@ TEST(CompleteStacks, OwnWorkloadDeepChainAndSignalHandler) {
   EXPECT_GE(static_cast<double>(deep_ns), kOwnEqualShare * static_cast<double>(all_ns))
       << deep_ns << " of " << all_ns << " ns in stacks deeper than " << kDeepFrames
       << " frames and equal to perf's; the shallowest has " << shallowest << " frames";
-  expect_within_5_percent(handler_ns, handler->blocked_ns, "blocked in the signal handler, through the signal frame");
+  expect_function_time(static_cast<double>(handler_ns), handler->blocked_ns, handler->count, r.rec.offwake_err,
+                       "blocked in the signal handler, through the signal frame");
   EXPECT_GE(static_cast<double>(handler_waker_ns), kOwnEqualShare * static_cast<double>(handler_ns))
       << "handler blocks whose waker stack names " << handler->waker_function << " and reaches start_thread";
   ::testing::Test::RecordProperty("shallowest_deep_stack", static_cast<int>(shallowest));
@@ -359,7 +377,11 @@ TEST(CompleteStacks, LazyAndEagerTakeTheSameCompleteStacks) {
     // leaf-most workload frame it is (the handler's blocks also hold the nofp_idle_read below
     // the signal frame).
     std::map<std::string, uint64_t> truth_ns;
-    for (const Truth& t : truth) truth_ns[t.function] += t.blocked_ns;
+    std::map<std::string, uint64_t> truth_count;
+    for (const Truth& t : truth) {
+      truth_ns[t.function] += t.blocked_ns;
+      truth_count[t.function] += t.count;
+    }
     std::map<std::string, double> recorded_ns;
     std::istringstream in(folded.out);
     for (std::string line; std::getline(in, line);) {
@@ -379,8 +401,8 @@ TEST(CompleteStacks, LazyAndEagerTakeTheSameCompleteStacks) {
       recorded_ns[function] += std::stod(line.substr(space + 1));
     }
     for (const auto& [function, ns] : truth_ns)
-      expect_within_5_percent(static_cast<uint64_t>(recorded_ns[function]), ns,
-                              function + (eager ? " (eager)" : " (lazy)"));
+      expect_function_time(recorded_ns[function], ns, truth_count[function], rec.err,
+                           function + (eager ? " (eager)" : " (lazy)"));
   }
   ASSERT_FALSE(stacks[0].empty());
   for (const auto& [function, lines] : stacks[0]) {
