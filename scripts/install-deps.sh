@@ -2,17 +2,24 @@
 # Installs everything perf-offwake needs to build on Debian 12, from nothing, and with --tests
 # what only the tests need on top: the readers they check our output with (go tool pprof,
 # headless Chromium, perf 6.12 built from the kernel source package, about 8 minutes), and the
-# software whose stacks they record (nginx, wrk).
+# software whose stacks they record (nginx, wrk). With --bench, what the overhead benchmark
+# (scripts/bench-overhead.py) runs: PostgreSQL and pgbench, bpftrace and perf 6.12 (--off-cpu).
 # Idempotent: a second run with everything present does no network work and no rebuild.
-#   usage: scripts/install-deps.sh [--tests] [PREFIX]   (PREFIX defaults to build/deps)
+#   usage: scripts/install-deps.sh [--tests] [--bench] [PREFIX]   (PREFIX defaults to build/deps)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 tests=0
-if [ "${1:-}" = --tests ]; then
-  tests=1
+bench=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --tests) tests=1 ;;
+    --bench) bench=1 ;;
+    -*) echo "install-deps: unknown option $1 (usage: install-deps.sh [--tests] [--bench] [PREFIX])" >&2; exit 2 ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 prefix=${1:-$top/build/deps}
 kver=6.12
 
@@ -30,7 +37,15 @@ test_packages=(
   # script names start_thread, clone3 and __libc_start_call_main, where stacks must end.
   nginx wrk libc6-dbg
 )
+bench_packages=(
+  # The benchmark's real database: it makes its own cluster in a temporary directory with
+  # Debian's initdb and pg_ctl (postgresql-NN), and drives it with pgbench (postgresql-client-NN).
+  # The package's own "main" cluster, if the install creates one, is left alone.
+  postgresql
+  bpftrace  # the same four stacks in bpftrace (../shared/bench/offwake4.bt), a peer's cost
+)
 if ((tests)); then packages+=("${test_packages[@]}"); fi
+if ((bench)); then packages+=("${bench_packages[@]}"); fi
 
 . "$top/scripts/apt-install-missing.sh"
 apt_install_missing install-deps "${packages[@]}"
@@ -75,6 +90,7 @@ fi
 if [ "$(id -u)" -eq 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 fi
-# perf 6.12, the second reader of the end-to-end tests (Debian's perf is 6.1); cached in $prefix.
-if ((tests)); then bash "$top/scripts/build-perf612.sh" "$prefix"; fi
+# perf 6.12, the second reader of the end-to-end tests (Debian's perf is 6.1) and the
+# benchmark's perf --off-cpu (6.1 has no BPF skeletons); cached in $prefix.
+if ((tests || bench)); then bash "$top/scripts/build-perf612.sh" "$prefix"; fi
 echo "install-deps: ok"
