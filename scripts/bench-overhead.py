@@ -16,10 +16,29 @@ Tracers without BPF (perf record, and perf offwake --backend tracepoint, which r
 tracepoints through perf's ring buffers) have no BPF ns/op ("-"): their cost is all in the
 wall ratio and the recorder CPU.
 
+A real database (issue 24), workload "pgbench": the script makes its own PostgreSQL cluster
+from Debian's packages (scripts/bench_postgres.py: initdb in a temporary directory, a unix
+socket there and no TCP, pgbench -i -s 8), then every run is pgbench -n -c 8 -j 2 -T 8 under
+one tracer (the defaults; --pgbench-*, --pg-bin, --pg-port). The cluster is stopped and its directory removed at the end, on an error or
+Ctrl-C too; the package's own "main" cluster is not touched. Its table, per transaction:
+
+  BPF us/txn          run_time_ns summed over the tracer's programs, read right before and
+                      after pgbench, over the transactions pgbench reports
+  TPS traced/untraced pgbench's TPS over the untraced run's of the same round; median of rounds
+  switches/txn        context switches of the whole machine (/proc/stat ctxt) per transaction
+and per BPF program: us per run (run_time_ns / run_cnt) and runs per transaction.
+
+Tracers (--tracers; all by default): perf offwake with no filter and with several options,
+bpftrace with the same four stacks, perf 6.12 record --off-cpu -e dummy (one user stack, no
+waker, no on-CPU samples; built by scripts/build-perf612.sh), Debian perf recording the
+scheduler tracepoints. --offwake-mode LABEL='ARGS' adds perf offwake with any options.
+
 Then, for perf offwake (and each --baseline), the time from SIGINT to a complete file holding
 ~100,000 aggregated keys, and the recorder's peak RSS.
 
   usage: scripts/bench-overhead.py BUILD_DIR [options]      (as root; see --help)
+  e.g.   scripts/bench-overhead.py build/cmake --workloads pgbench --tracers offwake,bpftrace4,offcpu \
+             --offwake-mode min1000='--min-block 1000' --keys-rounds 0 --startup-rounds 0
 """
 
 import argparse
@@ -28,6 +47,7 @@ import json
 import os
 import re
 import select
+import shlex
 import shutil
 import signal
 import statistics
@@ -35,6 +55,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from bench_postgres import PgCluster, PgError, client_env, find_bin_dir, parse_pgbench
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
@@ -68,9 +90,9 @@ def fmt(v, digits=0):
 LIVE = {}  # pid -> (Popen, is_tracer)
 
 
-def spawn(argv, stdout, stderr, tracer, text=False):
+def spawn(argv, stdout, stderr, tracer, text=False, env=None):
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, text=text,
-                         start_new_session=True)
+                         start_new_session=True, env=env)
     LIVE[p.pid] = (p, tracer)
     return p
 
@@ -143,9 +165,11 @@ def cpu_ns(pid):
 
 
 def bpf_progs():
-    """id -> (run_time_ns, run_cnt) of every loaded BPF program."""
+    """id -> (run_time_ns, run_cnt, name) of every loaded BPF program (bpftool gives the full
+    name from BTF where the kernel's is cut at 15 characters)."""
     out = subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True, text=True).stdout
-    return {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in json.loads(out or "[]")}
+    return {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0), p.get("name") or f"id{p['id']}")
+            for p in json.loads(out or "[]")}
 
 
 def owned_prog_ids(pid):
@@ -175,9 +199,22 @@ def owned_prog_ids(pid):
     return ids
 
 
-def bpf_sum(ids):
+def bpf_by_name(ids):
+    """name -> [run_time_ns, run_cnt] of the programs ids (summed over programs of one name)."""
     progs = bpf_progs()
-    return (sum(progs[i][0] for i in ids if i in progs), sum(progs[i][1] for i in ids if i in progs))
+    named = {}
+    for i in ids:
+        if i in progs:
+            t, c, name = progs[i]
+            acc = named.setdefault(name, [0, 0])
+            acc[0] += t
+            acc[1] += c
+    return named
+
+
+def bpf_sum(ids):
+    named = bpf_by_name(ids)
+    return sum(t for t, _ in named.values()), sum(c for _, c in named.values())
 
 
 def read_vm(pid, field):
@@ -229,7 +266,7 @@ class Tracer:
 
 
 TRACER_KEYS = ["offwake", "fp", "min-block", "user", "timeline", "chain4", "tracepoint", "bpftrace4", "bpftrace-floor",
-               "perf"]
+               "offcpu", "perf"]
 # Options that baselines (older perf-offwake binaries) may not have: their rows are skipped.
 NEW_OFFWAKE_KEYS = {"chain4", "tracepoint", "fp"}
 
@@ -250,6 +287,9 @@ def make_tracers(args, offwakes):
                 # --backend tracepoint loads no BPF program: it is attached like perf record.
                 kind = "tracepoint" if key == "tracepoint" else "bpf"
                 tracers.append(Tracer(label, kind, [binary, "record", "-a", "-q", "-o", "{OUT}"] + extra, binary))
+    for label, extra in args.offwake_modes:  # the binary measured only: baselines may lack the options
+        tracers.append(Tracer(f"offwake {label} ({shlex.join(extra)})", "bpf",
+                              [args.offwake, "record", "-a", "-q", "-o", "{OUT}"] + extra, args.offwake))
     bpftrace = shutil.which(args.bpftrace)
     for key, script in (("bpftrace4", "offwake4.bt"), ("bpftrace-floor", "floor.bt")):
         if key not in want:
@@ -262,6 +302,8 @@ def make_tracers(args, offwakes):
         else:
             # bpftrace prints its maps at the end; they go to the output file.
             tracers.append(Tracer(f"bpftrace {script}", "bpf", [bpftrace, "-o", "{OUT}", path]))
+    if "offcpu" in want:
+        tracers += perf_off_cpu_tracer(args.perf612)
     if "perf" in want:
         perf = shutil.which(args.perf)
         if not perf:
@@ -275,21 +317,93 @@ def make_tracers(args, offwakes):
     return tracers
 
 
+def perf_off_cpu_tracer(perf):
+    """perf's own off-CPU profiler (perf 6.12 built with BPF skeletons; Debian's 6.1 has none):
+    one user stack per block, no waker. -e dummy: no on-CPU samples, so that only its off-CPU
+    part is measured."""
+    if not os.access(perf, os.X_OK):
+        print(f"perf 6.12 not found at {perf} (--perf612; make -f Makefile.perf bench-deps builds it): "
+              "--off-cpu skipped", flush=True)
+        return []
+    version = subprocess.run([perf, "version"], capture_output=True, text=True).stdout.split()
+    v = re.sub(r"^(\d+\.\d+).*", r"\1", version[-1]) if version else "?"
+    return [Tracer(f"perf {v} --off-cpu", "bpf",
+                   [perf, "record", "-a", "-q", "--off-cpu", "-e", "dummy", "-o", "{OUT}"])]
+
+
+PGBENCH = "pgbench"
+WORKLOADS = ["pingpong", "pingpong-nofp", "pipe", "futex64", PGBENCH]
+
+
 def make_workloads(args):
+    """name -> workload; nothing is started yet (the PostgreSQL cluster starts in main)."""
     b = args.build
-    all_ = {
+    programs = {
         "pingpong": [f"{b}/tests/workloads/wl_pingpong", "-n", str(args.ops)],
         "pingpong-nofp": [f"{b}/tests/bench/bench_pingpong_nofp", "-n", str(args.ops)],
         "pipe": [f"{b}/tests/bench/bench_pipe", "-n", str(args.ops)],
         "futex64": [f"{b}/tests/bench/bench_futex", "-n", str(args.ops), "-t", "64"],
     }
     wanted = args.workloads.split(",")
+    found = {}
     for w in wanted:
-        if w not in all_:
-            raise BenchError(f"unknown workload {w} (known: {', '.join(all_)})")
-        if not os.access(all_[w][0], os.X_OK):
-            raise BenchError(f"{all_[w][0]} not found: build first (make -f Makefile.perf build BUILD={b})")
-    return {w: all_[w] for w in wanted}
+        if w == PGBENCH:
+            found[w] = PgbenchWorkload(PgCluster(find_bin_dir(args.pg_bin), args.pg_port, log))
+        elif w in programs:
+            if not os.access(programs[w][0], os.X_OK):
+                raise BenchError(f"{programs[w][0]} not found: build first (make -f Makefile.perf build BUILD={b})")
+            found[w] = ProgramWorkload(programs[w])
+        else:
+            raise BenchError(f"unknown workload {w} (known: {', '.join(WORKLOADS)})")
+    return found
+
+
+class ProgramWorkload:
+    """One of our workload programs, which times its own ops."""
+
+    def __init__(self, argv):
+        self.argv = argv
+
+    def run(self, args, tmp):
+        ops, wall, switches = run_workload(self.argv, args.timeout, tmp)
+        return {"ops": ops, "wall": wall, "switches": switches}
+
+
+class PgbenchWorkload:
+    """pgbench against the benchmark's own PostgreSQL cluster. An op is a transaction; wall
+    ns/op is 1e9 / TPS; the context switches are the whole machine's (/proc/stat ctxt), since
+    the server's backends, not pgbench's children, do most of the blocking."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    def run(self, args, tmp):
+        argv = self.cluster.pgbench_argv(args.pgbench_seconds, args.pgbench_clients, args.pgbench_threads)
+        out_path, err_path = os.path.join(tmp, "pgbench.out"), os.path.join(tmp, "pgbench.err")
+        c0 = system_switches()
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            p = spawn(argv, out, err, tracer=False, env=client_env())
+        r = wait_exit(p, args.pgbench_seconds + 120)
+        c1 = system_switches()
+        if r is None:
+            kill_group(p)
+            raise BenchError(f"pgbench took more than {args.pgbench_seconds + 120} s")
+        with open(out_path) as f:
+            parsed = parse_pgbench(f.read())
+        if os.waitstatus_to_exitcode(r[0]) != 0 or not parsed:
+            raise BenchError(f"pgbench: {describe_exit(r[0])}: {tail(out_path, 3)} {tail(err_path, 3)} "
+                             f"(server log: {self.cluster.server_log()})")
+        txns, tps = parsed
+        return {"ops": txns, "wall": 1e9 / tps, "switches": c1 - c0, "tps": tps}
+
+
+def system_switches():
+    """Context switches of the whole machine since boot (/proc/stat ctxt)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("ctxt "):
+                return int(line.split()[1])
+    raise BenchError("/proc/stat has no ctxt line")
 
 
 def run_workload(argv, timeout, tmp):
@@ -386,22 +500,22 @@ class RunningTracer:
 # ---------------------------------------------------------------------------------------------
 # The overhead rounds.
 
-def one_run(tracer, argv, tmp, n, args):
+def one_run(tracer, workload, tmp, n, args):
     """One workload under one tracer: a dict of per-op figures. A tracer that fails to start
     raises; one that fails to exit cleanly after the workload has its figures kept, with the
     failure in "stop_error"."""
     others = set(other_tracers())
     if tracer.kind == "none":
-        ops, wall, switches = run_workload(argv, args.timeout, tmp)
-        res = {"wall": wall, "bpf": None, "runs": None, "cpu": None}
+        w = workload.run(args, tmp)
+        res = {"bpf": None, "runs": None, "cpu": None, "progs": {}}
     else:
         rt = RunningTracer(tracer, tmp, n, args.settle)
         stop_error = None
         try:
             ensure_bpf_stats()
-            b0, c0 = bpf_sum(rt.prog_ids), cpu_ns(rt.p.pid)
-            ops, wall, switches = run_workload(argv, args.timeout, tmp)
-            b1, c1 = bpf_sum(rt.prog_ids), cpu_ns(rt.p.pid)
+            b0, c0 = bpf_by_name(rt.prog_ids), cpu_ns(rt.p.pid)
+            w = workload.run(args, tmp)
+            b1, c1 = bpf_by_name(rt.prog_ids), cpu_ns(rt.p.pid)
             try:
                 rt.stop()
             except BenchError as e:
@@ -413,37 +527,53 @@ def one_run(tracer, argv, tmp, n, args):
                 except BenchError:
                     pass
             rt.remove_files()
-        res = {"wall": wall, "cpu": (c1 - c0) / ops, "stop_error": stop_error,
-               "bpf": (b1[0] - b0[0]) / ops if tracer.kind == "bpf" else None,
-               "runs": (b1[1] - b0[1]) / ops if tracer.kind == "bpf" else None}
-    res["blocks"] = switches / ops
+        # Per program, during the workload: (run_time_ns, run_cnt).
+        progs = {name: (b1[name][0] - t, b1[name][1] - c) for name, (t, c) in b0.items() if name in b1}
+        bpf = tracer.kind == "bpf"
+        res = {"cpu": (c1 - c0) / w["ops"], "stop_error": stop_error, "progs": progs if bpf else {},
+               "bpf": sum(t for t, _ in progs.values()) / w["ops"] if bpf else None,
+               "runs": sum(c for _, c in progs.values()) / w["ops"] if bpf else None}
+    res.update(wall=w["wall"], ops=w["ops"], tps=w.get("tps"), blocks=w["switches"] / w["ops"])
     res["others"] = sorted(others | set(other_tracers()))
     return res
+
+
+def log_run(args, r, w, t, res):
+    if res["tps"] is not None:
+        figures = (f"TPS {res['tps']:>8,.0f} ({res['ops']:,} transactions, {res['blocks']:.1f} switches/txn)"
+                   f"  BPF {fmt(us(res['bpf']), 1):>6} us/txn ({fmt(res['runs'], 1)} runs/txn)"
+                   f"  recorder CPU {fmt(us(res['cpu']), 1):>6} us/txn")
+    else:
+        figures = (f"wall {fmt(res['wall']):>8} ns/op ({res['blocks']:.2f} blocks/op)"
+                   f"  BPF {fmt(res['bpf']):>7} ns/op ({fmt(res['runs'], 2)} runs/op)"
+                   f"  recorder CPU {fmt(res['cpu']):>7} ns/op")
+    log(f"round {r + 1}/{args.rounds} {w:<8} {t.label:<34} {figures}"
+        + (f"  [others running: {' '.join(res['others'])}]" if res["others"] else ""))
+
+
+def us(ns):
+    return None if ns is None else ns / 1000
 
 
 def overhead_rounds(args, workloads, tracers, tmp):
     results = {(w, t.label): [] for w in workloads for t in tracers}
     n = 0
     for r in range(args.rounds):
-        for wi, (w, argv) in enumerate(workloads.items()):
+        for wi, (w, workload) in enumerate(workloads.items()):
             k = (r + wi) % len(tracers)  # a different tracer follows the untraced run each time
             for t in tracers[k:] + tracers[:k]:
                 if t.failure:
                     continue
                 n += 1
                 try:
-                    res = one_run(t, argv, tmp, n, args)
+                    res = one_run(t, workload, tmp, n, args)
                 except BenchError as e:
                     t.failure = str(e)
                     log(f"FAILED {t.label}: {e} (skipped from now on)")
                     continue
                 res["round"] = r
                 results[(w, t.label)].append(res)
-                log(f"round {r + 1}/{args.rounds} {w:<8} {t.label:<34} wall {fmt(res['wall']):>8} ns/op"
-                    f" ({res['blocks']:.2f} blocks/op)"
-                    f"  BPF {fmt(res['bpf']):>7} ns/op ({fmt(res['runs'], 2)} runs/op)"
-                    f"  recorder CPU {fmt(res['cpu']):>7} ns/op"
-                    + (f"  [others running: {' '.join(res['others'])}]" if res["others"] else ""))
+                log_run(args, r, w, t, res)
                 if res.get("stop_error"):
                     log(f"  {res['stop_error']} (figures kept: the workload had ended)")
     return results
@@ -455,6 +585,28 @@ def median_of(rows, key):
 
 
 def print_overhead_table(args, workloads, tracers, results):
+    programs = [w for w in workloads if w != PGBENCH]
+    if programs:
+        print_programs_table(args, programs, tracers, results)
+    if PGBENCH in workloads:
+        print_pgbench_table(args, workloads[PGBENCH], tracers, results)
+    for t in tracers:
+        if t.failure:
+            print(f"failed: {t.label}: {t.failure}")
+        bad = [x["stop_error"] for w in workloads for x in results[(w, t.label)] if x.get("stop_error")]
+        if bad:
+            total = sum(len(results[(w, t.label)]) for w in workloads)
+            print(f"note: {t.label}: {len(bad)} of {total} runs ended badly after the workload (figures kept): "
+                  f"{bad[0].splitlines()[0]}")
+    disturbed = sum(1 for rs in results.values() for x in rs if x["others"])
+    if disturbed:
+        names = sorted({re.sub(r"\[\d+\]", "", o) for rs in results.values() for x in rs for o in x["others"]})
+        print(f"note: {disturbed} of {sum(len(rs) for rs in results.values())} runs had other perf, perf-offwake "
+              f"or bpftrace processes running ({', '.join(names)}): wall figures of those runs are disturbed")
+
+
+def print_programs_table(args, workloads, tracers, results):
+    """The workloads of ours, whose ops are each one block and one wakeup."""
     print()
     print(f"Overhead, system-wide tracers, one sitting: {args.rounds} rounds, tracers alternated within each "
           f"round, medians; {args.ops:,} ops per run.")
@@ -493,19 +645,59 @@ def print_overhead_table(args, workloads, tracers, results):
             a, f = median_of(results[(w, auto.label)], "bpf"), median_of(results[(w, fp.label)], "bpf")
             if a is not None and f:
                 print(f"{w}: BPF ns/op of --user-walker=auto over fp: {a / f:.2f} ({fmt(a)} / {fmt(f)})")
+
+
+def print_pgbench_table(args, workload, tracers, results):
+    """Issue 24's table: per transaction of a real database, and per BPF program run."""
+    print()
+    print(f"PostgreSQL {workload.cluster.version} under pgbench -n -c {args.pgbench_clients} -j {args.pgbench_threads} "
+          f"-T {args.pgbench_seconds} (scale {args.pgbench_scale}, unix socket), system-wide tracers, one sitting: "
+          f"{args.rounds} rounds, tracers alternated within each round, medians.")
+    print("BPF us/txn = sum of run_time_ns over the tracer's programs (kernel.bpf_stats_enabled=1), read right "
+          "before and after pgbench, over the transactions pgbench reports; runs/txn = their runs.")
+    print("TPS traced/untraced = pgbench's TPS over the untraced run's TPS of the same round, median of rounds "
+          "(range = min-max). switches/txn = context switches of the whole machine (/proc/stat ctxt). "
+          "recorder CPU = user+system time of the tracer process.")
+    base_by_round = {x["round"]: x["tps"] for x in results[(PGBENCH, "none")]}
+    rows = []
     for t in tracers:
-        if t.failure:
-            print(f"failed: {t.label}: {t.failure}")
-        bad = [x["stop_error"] for w in workloads for x in results[(w, t.label)] if x.get("stop_error")]
-        if bad:
-            total = sum(len(results[(w, t.label)]) for w in workloads)
-            print(f"note: {t.label}: {len(bad)} of {total} runs ended badly after the workload (figures kept): "
-                  f"{bad[0].splitlines()[0]}")
-    disturbed = sum(1 for rs in results.values() for x in rs if x["others"])
-    if disturbed:
-        names = sorted({re.sub(r"\[\d+\]", "", o) for rs in results.values() for x in rs for o in x["others"]})
-        print(f"note: {disturbed} of {sum(len(rs) for rs in results.values())} runs had other perf, perf-offwake "
-              f"or bpftrace processes running ({', '.join(names)}): wall figures of those runs are disturbed")
+        rs = results[(PGBENCH, t.label)]
+        if not rs:
+            rows.append([tracer_name(t), "failed" if t.failure else "-", "", "", "", "", "", ""])
+            continue
+        ratios = [x["tps"] / base_by_round[x["round"]] for x in rs if x["round"] in base_by_round]
+        rows.append([tracer_name(t), fmt(us(median_of(rs, "bpf")), 1),
+                     f"{statistics.median(ratios):.2f}" if ratios and t.kind != "none" else "",
+                     f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios and t.kind != "none" else "",
+                     fmt(median_of(rs, "tps")), fmt(median_of(rs, "blocks"), 1), fmt(median_of(rs, "runs"), 1),
+                     fmt(us(median_of(rs, "cpu")), 1)])
+    print_table(["tracer", "BPF us/txn", "TPS traced/untraced", "range", "TPS", "switches/txn", "runs/txn",
+                 "recorder CPU us/txn"], rows, left=1)
+    print()
+    print("Per BPF program during pgbench: us/run = run_time_ns / run_cnt, runs/txn = run_cnt / transactions, "
+          "us/txn = run_time_ns / transactions (medians of rounds; programs that ran).")
+    print_table(["tracer", "program", "us/run", "runs/txn", "us/txn"], program_rows(tracers, results), left=2)
+
+
+def tracer_name(t):
+    return "untraced" if t.kind == "none" else t.label
+
+
+def program_rows(tracers, results):
+    rows = []
+    for t in tracers:
+        rs = results[(PGBENCH, t.label)]
+        names = sorted({name for x in rs for name, (_, c) in x["progs"].items() if c > 0})
+        figures = []
+        for name in names:
+            per_run = [x["progs"][name][0] / x["progs"][name][1] for x in rs if x["progs"].get(name, (0, 0))[1] > 0]
+            per_txn = [(x["progs"][name][1] / x["ops"], x["progs"][name][0] / x["ops"]) for x in rs
+                       if name in x["progs"]]
+            figures.append((statistics.median(p[1] for p in per_txn), name, statistics.median(per_run),
+                            statistics.median(p[0] for p in per_txn)))
+        for txn_ns, name, run_ns, runs in sorted(figures, reverse=True):  # the dearest first
+            rows.append([t.label, name, fmt(us(run_ns), 2), fmt(runs, 1), fmt(us(txn_ns), 1)])
+    return rows
 
 
 def print_table(head, rows, left):
@@ -667,9 +859,24 @@ def parse_args():
                     help="another perf-offwake binary, e.g. the code before a change: adds its offwake rows, "
                          "labelled 'LABEL:' (default 'before:'); repeatable")
     ap.add_argument("--offwake", help="perf-offwake to measure (default BUILD/perf-plugin/perf-offwake)")
-    ap.add_argument("--workloads", default="pingpong,pipe,futex64", help="subset (default: all three)")
+    ap.add_argument("--workloads", default="pingpong,pipe,futex64,pgbench",
+                    help=f"subset of {','.join(WORKLOADS)} (default: pingpong,pipe,futex64,pgbench)")
     ap.add_argument("--tracers", default=",".join(TRACER_KEYS),
                     help=f"subset of {','.join(TRACER_KEYS)} (untraced runs are always in)")
+    ap.add_argument("--offwake-mode", action="append", default=[], metavar="LABEL='ARGS'", dest="offwake_modes",
+                    help="adds a row: perf offwake record -a with ARGS (e.g. min1000='--min-block 1000'); "
+                         "repeatable; the binary measured only, not the baselines")
+    ap.add_argument("--perf612", help="perf 6.12 built with BPF skeletons, for --off-cpu (default: "
+                                      "DEPS/perf-6.12/perf of the build, as scripts/build-perf612.sh makes it)")
+    pg = ap.add_argument_group("pgbench (a private PostgreSQL cluster from Debian's packages)")
+    pg.add_argument("--pgbench-seconds", type=int, default=8, help="-T of each measured run (8)")
+    pg.add_argument("--pgbench-clients", type=int, default=8, help="-c (8)")
+    pg.add_argument("--pgbench-threads", type=int, default=2, help="-j (2)")
+    pg.add_argument("--pgbench-scale", type=int, default=8, help="pgbench -i -s (8)")
+    pg.add_argument("--pgbench-warmup", type=int, default=3, help="seconds of one untimed run after -i (3; 0: none)")
+    pg.add_argument("--pg-bin", help="PostgreSQL's bin directory (default: the newest /usr/lib/postgresql/*/bin)")
+    pg.add_argument("--pg-port", type=int, default=55432,
+                    help="the port, which only names the socket in the cluster's own directory: no TCP (55432)")
     ap.add_argument("--keys-rounds", type=int, default=3, help="rounds of the stop-time test (0: skip; default 3)")
     ap.add_argument("--startup-rounds", type=int, default=3,
                     help="system-wide start-up measurements with unwind tables (0: skip; default 3)")
@@ -691,7 +898,42 @@ def parse_args():
     args.offwake = os.path.abspath(args.offwake or f"{args.build}/perf-plugin/perf-offwake")
     if args.rounds < 1 or args.ops < 2:
         ap.error("--rounds must be at least 1 and --ops at least 2")
+    if min(args.pgbench_seconds, args.pgbench_clients, args.pgbench_threads, args.pgbench_scale) < 1:
+        ap.error("--pgbench-seconds, --pgbench-clients, --pgbench-threads and --pgbench-scale must be at least 1")
+    if args.pgbench_warmup < 0 or not 1 <= args.pg_port <= 65535:
+        ap.error("--pgbench-warmup must be at least 0 and --pg-port a port number")
+    args.offwake_modes = [parse_mode(ap, m) for m in args.offwake_modes]
+    labels = [label for label, _ in args.offwake_modes]
+    if len(set(labels)) != len(labels):
+        ap.error("--offwake-mode: each LABEL once")
+    args.perf612 = os.path.abspath(args.perf612 or default_perf612(args.build))
     return args
+
+
+def parse_mode(ap, mode):
+    """LABEL='ARGS' of --offwake-mode: (LABEL, [args])."""
+    label, sep, rest = mode.partition("=")
+    try:
+        extra = shlex.split(rest)
+    except ValueError as e:
+        ap.error(f"--offwake-mode {mode}: {e}")
+    if not sep or not re.fullmatch(r"[\w.+-]+", label) or not extra:
+        ap.error(f"--offwake-mode {mode}: expected LABEL='OPTIONS', e.g. min1000='--min-block 1000'")
+    return label, extra
+
+
+def default_perf612(build):
+    """Where scripts/build-perf612.sh puts perf 6.12: the dependencies prefix the build was
+    configured with (OFFWAKE_DEPS_PREFIX in its CMakeCache.txt), else build/deps."""
+    deps = os.path.join(TOP, "build", "deps")
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            m = re.search(r"^OFFWAKE_DEPS_PREFIX:PATH=(.+)$", f.read(), re.M)
+            if m:
+                deps = m.group(1).strip()
+    except OSError:
+        pass
+    return os.path.join(deps, "perf-6.12", "perf")
 
 
 def offwake_binaries(args):
@@ -707,6 +949,15 @@ def offwake_binaries(args):
     return found
 
 
+def start_cluster(args, cluster):
+    """Starts the private PostgreSQL cluster, fills it and warms it up. On an error or Ctrl-C
+    half-way, main stops what was started (stop() is safe on a half-made cluster)."""
+    cluster.start(args.pgbench_scale)
+    if args.pgbench_warmup:
+        log(f"pgbench warm-up: {args.pgbench_warmup} s untimed")
+        cluster.warm_up(args.pgbench_warmup, args.pgbench_clients, args.pgbench_threads)
+
+
 def on_signal(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
 
@@ -719,11 +970,15 @@ def main():
         signal.signal(s, on_signal)
     old_stats = None
     tmp = None
+    cluster = None
     status = 0
     try:
         offwakes = offwake_binaries(args)
         workloads = make_workloads(args)
         tracers = make_tracers(args, offwakes)
+        if PGBENCH in workloads:
+            cluster = workloads[PGBENCH].cluster
+            start_cluster(args, cluster)
         if not os.path.exists("/sys/kernel/tracing/events"):
             log("mounting tracefs on /sys/kernel/tracing")
             subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
@@ -738,7 +993,8 @@ def main():
                 f"row: {' '.join(others)}")
         runs = args.rounds * len(workloads) * len(tracers)
         log(f"{len(workloads)} workloads x {len(tracers)} tracers x {args.rounds} rounds = {runs} runs, "
-            f"{args.ops:,} ops each; then {args.keys_rounds} stop-time rounds per perf-offwake")
+            f"{args.ops:,} ops each (pgbench: {args.pgbench_seconds} s each); then {args.keys_rounds} stop-time "
+            f"rounds per perf-offwake")
         results = overhead_rounds(args, workloads, tracers, tmp)
         keys = keys_rounds(args, offwakes, tmp) if args.keys_rounds > 0 else None
         others = other_tracers()
@@ -758,13 +1014,15 @@ def main():
     except Interrupted as e:
         print(f"\nbench-overhead: interrupted ({e}), cleaning up", file=sys.stderr)
         status = 130
-    except (BenchError, subprocess.CalledProcessError, OSError) as e:
+    except (BenchError, PgError, subprocess.CalledProcessError, OSError) as e:
         print(f"bench-overhead: {e}", file=sys.stderr)
         status = 1
     finally:
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
         cleanup_children()
+        if cluster:
+            cluster.stop()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
         if old_stats is not None:
