@@ -25,7 +25,7 @@ struct walk_ctx {
 	__u32 end;        /* OFFWAKE_WALK_*, once the walk has ended */
 	__u32 table_frames, fp_frames;
 	__u32 cached;     /* the per-CPU cache of rules may be used (unwind_frame_rule) */
-	__u32 cache_hits, searches;
+	__u32 cache_hits; /* frames whose rule came from the cache; the others were searched */
 };
 
 /* Ends the walk: a bpf_loop callback's "stop". */
@@ -150,10 +150,9 @@ static __always_inline long walk_step(struct walk_ctx *w, int other_task)
 	if (w->proc) {
 		found = unwind_frame_rule(w->proc, w->pc, w->exact, w->cached);
 		rule = (__u32)found;
-		if (found >> 32)
-			w->cache_hits++;
-		else
-			w->searches++;
+		/* Added, not branched on: two counters that branch make the verifier follow every
+		 * mix of their values through the loop. The searches are the frames left. */
+		w->cache_hits += found >> 32;
 		if (rule != UNWIND_BY_FP) {
 			w->table_frames++;
 			return table_step(w, rule, other_task);
@@ -228,7 +227,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 		c->user_table_frames += w.table_frames;
 		c->user_fp_frames += w.fp_frames;
 		c->user_unwind_cache_hits += w.cache_hits;
-		c->user_unwind_searches += w.searches;
+		c->user_unwind_searches += w.table_frames + w.fp_frames - w.cache_hits;
 	}
 	return store_stack(s, OFFWAKE_USER, c);
 }
