@@ -171,6 +171,14 @@ static __always_inline struct scratch *scratch_slot(__u32 slot)
 	return bpf_map_lookup_elem(&scratch, &slot);
 }
 
+/* Whether a walk in scratch slot `slot` may use the per-CPU cache of unwind rules
+ * (unwind_tables.bpf.h): the switch and waking programs', which never run nested in each
+ * other or in themselves on one CPU. */
+static __always_inline int unwind_cache_slot_ok(__u32 slot)
+{
+	return slot == SLOT_SWITCH || slot == SLOT_WAKING;
+}
+
 /* The element of `key` in the hash map `map`, inserted as a copy of `init` if it has none.
  * Another CPU may insert the same key between the lookup and the insert; its element is then
  * used, so `init` must be a state both can start from (zeros that each adds to atomically).

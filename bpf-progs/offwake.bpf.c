@@ -57,7 +57,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	if (b) {
 		/* Still in the system call its parked block was in: the user registers are those. */
 		if (b->flags & TB_PENDING)
-			emit_pending(b, current_user_stack(ctx, scratch_slot(SLOT_SWITCH), c), c);
+			emit_pending(b, current_user_stack(ctx, SLOT_SWITCH, c), c);
 		if (b->block_ts)
 			end_missed_block(prev, b, now, c);
 	}
@@ -105,7 +105,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 		if (regs && regs_in_syscall(regs))
 			b->flags |= TB_DEFER_USER;
 		else
-			b->user_stack_id = current_user_stack(ctx, scratch_slot(SLOT_SWITCH), c);
+			b->user_stack_id = current_user_stack(ctx, SLOT_SWITCH, c);
 	}
 	/* Last: a block_ts != 0 tells the other programs the rest is filled in. */
 	b->block_ts = now;
@@ -241,7 +241,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 			b->waker_user_stack_id = OFFWAKE_NO_STACK;
 		} else {
 			b->waker_user_stack_id =
-				early ? OFFWAKE_NO_STACK : current_user_stack(ctx, scratch_slot(SLOT_WAKING), c);
+				early ? OFFWAKE_NO_STACK : current_user_stack(ctx, SLOT_WAKING, c);
 		}
 		/* The waker's own chain is a copy per hop: not for blocks mostly dropped. */
 		if (early)
@@ -274,7 +274,7 @@ int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
 	if (!b || !(b->flags & TB_PENDING))
 		return 0;
 	c = cpu_counters();
-	emit_pending(b, current_user_stack(ctx, scratch_slot(SLOT_SYSCALL), c), c);
+	emit_pending(b, current_user_stack(ctx, SLOT_SYSCALL, c), c);
 	return 0;
 }
 
@@ -346,7 +346,7 @@ int BPF_PROG(offwake_exit, struct task_struct *p, _Bool group_dead)
 		b = task_block(p);
 		if (b && (b->flags & TB_PENDING)) {
 			c = cpu_counters();
-			emit_pending(b, current_user_stack(ctx, scratch_slot(SLOT_SYSCALL), c), c);
+			emit_pending(b, current_user_stack(ctx, SLOT_SYSCALL, c), c);
 		}
 		bpf_map_delete_elem(&user_works, &tid);
 	}
@@ -383,7 +383,7 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 	c = cpu_counters();
 	/* Not back in user space yet: its user registers are still those of the block. */
 	if (b->flags & TB_PENDING)
-		emit_pending(b, user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), c), c);
+		emit_pending(b, user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), 0, c), c);
 	if (!b->block_ts || b->block_ts > stop_ns)
 		return 0;
 	if (filtered_out(b, stop_ns - b->block_ts, c)) {
@@ -393,7 +393,7 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 	COUNT(c, still_blocked);
 	if (b->flags & TB_DEFER_USER) {
 		b->flags &= ~TB_DEFER_USER;
-		b->user_stack_id = user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), c);
+		b->user_stack_id = user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), 0, c);
 	}
 	e.at = stop_ns;
 	e.kern_stack_id = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(task, scratch_slot(SLOT_OTHER), c);

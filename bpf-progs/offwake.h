@@ -265,6 +265,11 @@ struct offwake_counters {
 	__u64 user_fp_frames;       /* ... by frame pointer in a process with tables: the pc in no
 	                             * mapping with a table (JIT code, vDSO, a binary whose table
 	                             * is not built yet or did not fit) */
+	__u64 user_unwind_cache_hits; /* frames of a process with tables (the two above) whose rule
+	                               * came from the per-CPU cache of rules by pc */
+	__u64 user_unwind_searches; /* ... whose rule was searched in its mappings and rows: every
+	                             * other such frame (the cache missed, or was not used: walks
+	                             * outside the switch and waking programs) */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every

@@ -136,9 +136,22 @@ struct offwake_unwind_mapping {
 
 struct offwake_unwind_process {
 	__u32 n; /* mappings used, at most OFFWAKE_UNWIND_MAX_MAPPINGS */
-	__u32 reserved;
+	/* Names these mappings: user space gives every value it publishes a new one, never 0
+	 * (offwake_unwind_next_generation), so that the walker's cache of rules by pc (keyed by
+	 * generation and pc, unwind_tables.bpf.h) never serves a pc by mappings that have been
+	 * replaced. A fork's copy made in BPF keeps its parent's: the same mappings. 0: not
+	 * cached. */
+	__u32 generation;
 	struct offwake_unwind_mapping m[OFFWAKE_UNWIND_MAX_MAPPINGS];
 };
+
+/* The generation after `g`: 0 is skipped (it means "not cached"). It wraps after 2^32
+ * publications of one recording; a cached rule outlives that only if nothing else took its
+ * place in the cache meanwhile. */
+OFFWAKE_UNWIND_INLINE __u32 offwake_unwind_next_generation(__u32 g)
+{
+	return g + 1 ? g + 1 : 1;
+}
 
 /* One halving of the search for the mapping of `p` that holds `pc`, with mappings [*lo, *hi)
  * still in question; 1 once there is nothing left to halve. The step of both searches: the

@@ -100,4 +100,75 @@ static __always_inline __u32 unwind_rule(const struct offwake_unwind_mapping *m,
 	return row ? row->rule : OFFWAKE_UNWIND_NONE;
 }
 
+/* What the walker found for a frame's pc: the rule of its row, or UNWIND_BY_FP when no
+ * mapping with a table holds the pc (the frame is walked by its frame pointer). No rule is
+ * this value: its kind bits are 15. */
+#define UNWIND_BY_FP 0xffffffffu
+
+/* A per-CPU cache of those answers, direct-mapped: the two binary searches (the process's
+ * mappings, then the table's rows, each a bpf_loop with a map lookup per halving) give the
+ * same answer for the same pc as long as the process's mappings are the same, and a thread
+ * blocks, and wakes others, from the same few places again and again. An entry is keyed by
+ * the pc (times 2, plus 1 for an exact pc, whose row is the pc's own rather than the byte
+ * before's) and the generation of the mappings it was found in, which user space renews at
+ * every change (offwake_unwind_process.generation); rows never change once placed. Only the
+ * switch and waking programs use it: neither runs nested in the other nor in itself on one
+ * CPU (the one holds the run queue with interrupts off, the other is not run again while it
+ * runs), so an entry is never seen half written. The loader keeps max_entries with tables,
+ * and sets 1 without. */
+#define UNWIND_CACHE_ENTRIES 4096 /* a power of 2 */
+
+struct unwind_cache_entry {
+	__u64 tag;        /* pc * 2 + exact; 0: empty (no pc is 0) */
+	__u32 generation;
+	__u32 rule;       /* or UNWIND_BY_FP */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_cache_entry);
+	__uint(max_entries, UNWIND_CACHE_ENTRIES);
+} unwind_cache SEC(".maps");
+
+static __always_inline struct unwind_cache_entry *unwind_cache_slot(__u64 tag, __u32 generation)
+{
+	__u32 key = ((tag ^ (__u64)generation << 40) * 0x9E3779B97F4A7C15ull) >> 52;
+
+	_Static_assert(UNWIND_CACHE_ENTRIES == 1 << 12, "the hash gives 12 bits");
+	return bpf_map_lookup_elem(&unwind_cache, &key);
+}
+
+/* The rule for a frame at `pc` of process p (`exact`: pc is where the frame stopped, not a
+ * return address), or UNWIND_BY_FP, in the low 32 bits; bit 32 set if it came from the cache
+ * (`cached`, and p has a generation), else it was searched and the cache keeps it. A global
+ * function, verified once on its own: inlined into the walk's loop, its paths (hit or miss,
+ * cached or not) multiplied the walk's states past the verifier's limit. */
+__noinline __u64 unwind_frame_rule(const struct offwake_unwind_process *p, __u64 pc, __u32 exact, __u32 cached)
+{
+	struct unwind_cache_entry *e = 0;
+	const struct offwake_unwind_mapping *m;
+	__u64 tag = pc << 1 | (exact ? 1 : 0);
+	__u32 generation, rule;
+
+	if (!p)
+		return UNWIND_BY_FP;
+	generation = p->generation;
+	if (cached && generation && pc < OFFWAKE_USER_ADDR_LIMIT) {
+		e = unwind_cache_slot(tag, generation);
+		if (e && e->tag == tag && e->generation == generation)
+			return 1ull << 32 | e->rule;
+	}
+	m = unwind_mapping(p, pc);
+	/* A return address is the instruction after a call, which may begin the next function:
+	 * its rule is the one of the byte before. */
+	rule = m && m->rows ? unwind_rule(m, pc - m->bias - (exact ? 0 : 1)) : UNWIND_BY_FP;
+	if (e) {
+		e->tag = tag;
+		e->generation = generation;
+		e->rule = rule;
+	}
+	return rule;
+}
+
 #endif /* OFFWAKE_UNWIND_TABLES_BPF_H */

@@ -24,6 +24,8 @@ struct walk_ctx {
 	                   * and the frame a signal interrupted */
 	__u32 end;        /* OFFWAKE_WALK_*, once the walk has ended */
 	__u32 table_frames, fp_frames;
+	__u32 cached;     /* the per-CPU cache of rules may be used (unwind_frame_rule) */
+	__u32 cache_hits; /* frames whose rule came from the cache; the others were searched */
 };
 
 /* Ends the walk: a bpf_loop callback's "stop". */
@@ -102,11 +104,8 @@ static __always_inline long fp_step(struct walk_ctx *w, int other_task)
 /* By the row of the table: the CFA from rsp or rbp, the return address just below it, rbp
  * restored where it was saved. A signal trampoline's caller is the interrupted frame, whose
  * registers the kernel left on the stack. */
-static __always_inline long table_step(struct walk_ctx *w, const struct offwake_unwind_mapping *m, int other_task)
+static __always_inline long table_step(struct walk_ctx *w, __u32 rule, int other_task)
 {
-	/* A return address is the instruction after a call, which may begin the next function:
-	 * its rule is the one of the byte before. */
-	__u32 rule = unwind_rule(m, w->pc - m->bias - (w->exact ? 0 : 1));
 	__u64 cfa, ret, bp = w->bp, sp;
 	__s32 rbp_at;
 	__u32 err;
@@ -143,15 +142,20 @@ static __always_inline long table_step(struct walk_ctx *w, const struct offwake_
 /* One frame, by the tables where the pc has one, else by frame pointer. */
 static __always_inline long walk_step(struct walk_ctx *w, int other_task)
 {
-	const struct offwake_unwind_mapping *m;
+	__u64 found;
+	__u32 rule;
 
 	if (w->nr >= w->depth)
 		return walk_end(w, OFFWAKE_WALK_DEPTH);
 	if (w->proc) {
-		m = unwind_mapping(w->proc, w->pc);
-		if (m && m->rows) {
+		found = unwind_frame_rule(w->proc, w->pc, w->exact, w->cached);
+		rule = (__u32)found;
+		/* Added, not branched on: two counters that branch make the verifier follow every
+		 * mix of their values through the loop. The searches are the frames left. */
+		w->cache_hits += found >> 32;
+		if (rule != UNWIND_BY_FP) {
 			w->table_frames++;
-			return table_step(w, m, other_task);
+			return table_step(w, rule, other_task);
 		}
 		w->fp_frames++;
 	}
@@ -171,9 +175,10 @@ static long walk_task_frame(__u32 i, void *data)
 }
 
 /* Task t's user stack, from the registers it entered the kernel with: the current task's,
- * or (other_task, sleepable programs only) a task that is not running. */
+ * or (other_task, sleepable programs only) a task that is not running. `cached`: called from
+ * the switch or waking program, which may use the cache of unwind rules. */
 static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int other_task, struct scratch *s,
-					   struct offwake_counters *c)
+					   int cached, struct offwake_counters *c)
 {
 	struct pt_regs *regs;
 	struct walk_ctx w = {};
@@ -205,6 +210,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	w.depth = cfg.stack_depth;
 	w.exact = 1;
 	w.end = OFFWAKE_WALK_DEPTH; /* unless a step ends it first */
+	w.cached = cached;
 	if (cfg.unwind_tables) {
 		w.proc = unwind_process(t);
 		if (!w.proc)
@@ -220,13 +226,16 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 			c->user_walk_end[end]++;
 		c->user_table_frames += w.table_frames;
 		c->user_fp_frames += w.fp_frames;
+		c->user_unwind_cache_hits += w.cache_hits;
+		c->user_unwind_searches += w.table_frames + w.fp_frames - w.cache_hits;
 	}
 	return store_stack(s, OFFWAKE_USER, c);
 }
 
-static __always_inline __s64 current_user_stack(void *ctx, struct scratch *s, struct offwake_counters *c)
+/* The current task's user stack, walked in scratch slot `slot` (SLOT_*). */
+static __always_inline __s64 current_user_stack(void *ctx, __u32 slot, struct offwake_counters *c)
 {
-	return user_stack_of(ctx, bpf_get_current_task_btf(), 0, s, c);
+	return user_stack_of(ctx, bpf_get_current_task_btf(), 0, scratch_slot(slot), unwind_cache_slot_ok(slot), c);
 }
 
 #endif /* OFFWAKE_USER_STACK_BPF_H */

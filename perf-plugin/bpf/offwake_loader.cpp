@@ -194,6 +194,7 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
       {s->maps.events, o.timeline ? o.ringbuf_bytes : page, "timeline ring buffer"},
       {s->maps.unwind_rows, o.unwind_tables ? o.unwind_rows : 1, "unwind table memory"},
       {s->maps.unwind_processes, o.unwind_tables ? o.unwind_processes : 1, "unwind process map"},
+      {s->maps.unwind_cache, o.unwind_tables ? bpf_map__max_entries(s->maps.unwind_cache) : 1, "unwind rule cache"},
   };
   for (const auto& m : sizes) {
     if (m.entries == 0) return Error::usage(std::string(m.what) + " needs at least one entry", EINVAL);

@@ -87,6 +87,8 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"user_walks_no_unwind_table_yet", c.user_walk_no_tables},
       {"user_frames_by_table", c.user_table_frames},
       {"user_frames_by_frame_pointer", c.user_fp_frames},
+      {"user_frames_rule_cached", c.user_unwind_cache_hits},
+      {"user_frames_rule_searched", c.user_unwind_searches},
       {"unwind_tables", unwind.tables},
       {"unwind_table_bytes", unwind.bytes},
       {"unwind_memory_bytes", unwind.capacity_bytes},
@@ -213,8 +215,11 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             u(e[OFFWAKE_WALK_UNREADABLE]), u(e[OFFWAKE_WALK_NO_ROW]), u(e[OFFWAKE_WALK_EXPRESSION]),
             u(e[OFFWAKE_WALK_UNSUPPORTED]));
     if (s.unwind.used)
-      fprintf(out, "; %llu before their process had unwind tables; frames: %llu by table, %llu by frame pointer",
-              u(c.user_walk_no_tables), u(c.user_table_frames), u(c.user_fp_frames));
+      fprintf(out,
+              "; %llu before their process had unwind tables; frames: %llu by table, %llu by frame pointer "
+              "(their rules: %llu cached, %llu searched)",
+              u(c.user_walk_no_tables), u(c.user_table_frames), u(c.user_fp_frames), u(c.user_unwind_cache_hits),
+              u(c.user_unwind_searches));
     fprintf(out, " ]\n");
   }
   if (s.unwind.used) {

@@ -37,6 +37,7 @@ void ProcessMappings::publish(uint32_t tgid) {
   out.resize(std::min<size_t>(out.size(), OFFWAKE_UNWIND_MAX_MAPPINGS));
   offwake_unwind_process v{};
   v.n = static_cast<uint32_t>(out.size());
+  v.generation = generation_ = offwake_unwind_next_generation(generation_);
   std::copy(out.begin(), out.end(), v.m);
   publish_(tgid, &v);
 }

@@ -61,6 +61,7 @@ class ProcessMappings {
   PublishFn publish_;
   std::map<uint32_t, std::vector<CodeMapping>> processes_;
   std::map<uint32_t, uint64_t> over_limit_;  // by process, at its last write
+  uint32_t generation_ = 0;  // of the last value published (offwake_unwind_next_generation)
   ProcessMappingStats stats_;
 };
 

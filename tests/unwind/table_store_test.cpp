@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <random>
+#include <set>
 
 #include "synth/elf_file.h"
 #include "synth/proc_maps.h"
@@ -178,6 +179,30 @@ TEST(ProcessMappings, FollowExecForkAndExit) {
   procs.exit(7);
   EXPECT_EQ(published.count(7), 0u);
   EXPECT_EQ(published.count(8), 1u);
+}
+
+// Every value published has a generation of its own, never 0: the BPF walker caches rules by
+// generation and pc, so a process whose mappings changed must never show an old one.
+TEST(ProcessMappings, EveryPublicationHasANewGeneration) {
+  std::vector<offwake_unwind_row> memory(1 << 20);
+  TableStore store(memory);
+  std::vector<uint32_t> generations;
+  ProcessMappings procs(store, [&](uint32_t, const offwake_unwind_process* v) {
+    if (v) generations.push_back(v->generation);
+  });
+  auto libc = own_libc_mappings();
+  ASSERT_EQ(libc.size(), 1u);
+  procs.map(7, libc[0]);
+  procs.fork(7, 8);  // the same mappings, under another tgid: still a value of its own
+  CodeMapping later = libc[0];
+  later.time = 300;
+  procs.map(8, later);  // replaces the same range: the same mappings again, a new value
+  procs.exec(8, 400);
+  ASSERT_EQ(generations.size(), 4u);
+  std::set<uint32_t> distinct(generations.begin(), generations.end());
+  EXPECT_EQ(distinct.size(), generations.size());
+  EXPECT_EQ(distinct.count(0u), 0u);
+  EXPECT_EQ(offwake_unwind_next_generation(0xffffffffu), 1u);  // 0 is skipped at the wrap
 }
 
 // The mapping search the walker runs, against a linear scan, on random layouts of up to the
