@@ -24,9 +24,13 @@ size_t record_bytes(const perfdata::Record& r) {
 }  // namespace
 
 Result<ProcessDescriptions> ProcessDescriptions::take(BuildIdCache& build_ids, bool hold, const RecordCallback& emit,
-                                                      size_t hold_limit) {
+                                                      size_t hold_limit, bool retain) {
   ProcessDescriptions d(true, hold_limit);
-  OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) { return d.hold(process_of(r), r, emit); }));
+  d.retaining_ = retain;
+  OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) {
+    d.retain(process_of(r), r);
+    return d.hold(process_of(r), r, emit);
+  }));
   if (!hold) OFFWAKE_TRY(d.release_all(emit));
   return d;
 }
@@ -37,6 +41,7 @@ Status ProcessDescriptions::tracking(const perfdata::Record& r, const std::funct
   const auto* t = std::get_if<perfdata::TaskRecord>(&r);
   // A new process, not a new thread (whose pid is its process's).
   if (t && !t->exit && t->pid == t->tid && t->pid != t->ppid) forked_from_[t->pid] = t->ppid;
+  retain(pid, r);
   if (!holding_ || pid == 0 || described_.count(pid)) return emit(r);
   if (is_target(pid)) {
     // Its records from the start first (a -p process's), then this one.
@@ -55,6 +60,36 @@ Status ProcessDescriptions::hold(uint32_t pid, const perfdata::Record& r, const 
     return release_all(emit);
   }
   return ok_status();
+}
+
+void ProcessDescriptions::retain(uint32_t pid, const perfdata::Record& r) {
+  if (!retaining_ || pid == 0) return;
+  retained_bytes_ += record_bytes(r);
+  // Past the limit, a window's processes are no longer carried into the next: the samples of
+  // processes that exit then may lack their names in the next file (perf shows their pids).
+  if (retained_bytes_ > hold_limit_) {
+    retaining_ = false;
+    std::unordered_map<uint32_t, std::vector<perfdata::Record>>().swap(retained_);
+    return;
+  }
+  retained_[pid].push_back(r);
+}
+
+Result<size_t> ProcessDescriptions::carry_gone(const ProcessDescriptions& previous, const RecordCallback& emit) {
+  size_t carried = 0;
+  for (const auto& [pid, records] : previous.retained_) {
+    if (retained_.count(pid)) continue;  // alive at this window's start: /proc said
+    ++carried;
+    for (const auto& r : records) {
+      if (holding_) {
+        held_[pid].push_back(r);
+        held_bytes_ += record_bytes(r);
+      } else {
+        OFFWAKE_TRY(emit(r));
+      }
+    }
+  }
+  return carried;
 }
 
 Status ProcessDescriptions::release_all(const RecordCallback& emit) {
