@@ -1,5 +1,7 @@
 #include "synth/process_descriptions.h"
 
+#include <algorithm>
+
 namespace offwake {
 
 namespace {
@@ -75,10 +77,23 @@ void ProcessDescriptions::retain(uint32_t pid, const perfdata::Record& r) {
   retained_[pid].push_back(r);
 }
 
+namespace {
+
+bool has_maps(const std::vector<perfdata::Record>& records) {
+  return std::any_of(records.begin(), records.end(),
+                     [](const perfdata::Record& r) { return std::holds_alternative<perfdata::Mmap2Record>(r); });
+}
+
+}  // namespace
+
 Result<size_t> ProcessDescriptions::carry_gone(const ProcessDescriptions& previous, const RecordCallback& emit) {
   size_t carried = 0;
   for (const auto& [pid, records] : previous.retained_) {
-    if (retained_.count(pid)) continue;  // alive at this window's start: /proc said
+    // Alive at this window's start: /proc said. But a process exiting as /proc was read may
+    // have left its threads' names without its maps (its memory already gone): then what the
+    // last window knew of it is carried too.
+    if (auto now = retained_.find(pid); now != retained_.end() && (has_maps(now->second) || !has_maps(records)))
+      continue;
     ++carried;
     for (const auto& r : records) {
       if (holding_) {

@@ -40,7 +40,8 @@ class ProcessDescriptions {
                                           size_t hold_limit = kDefaultHoldLimit, bool retain = false);
 
   // --switch-output, right after take(): the records that `previous` (the last window's
-  // descriptions, retained) has of processes missing from this window's /proc: they exited
+  // descriptions, retained) has of processes missing from this window's /proc (or found there
+  // without their maps, exiting as it was read): they exited
   // during the last window or around the switch, and a sample of this window may still name
   // them (a waker that exited before the thread it woke ran, a thread that ended its block
   // and exited before /proc was read). Held like the rest (or written now, not holding), but
