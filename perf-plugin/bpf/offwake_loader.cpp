@@ -419,9 +419,11 @@ Result<int> OffwakeBpf::switch_window() {
   };
   std::vector<busy_t> per_cpu(static_cast<size_t>(ncpus));
   const int busy_fd = bpf_map__fd(skel_->maps.window_busy);
-  // A program holds a window for microseconds; a second means something is wrong, and the
-  // old map's elements could be deleted under a program still adding to them.
-  const uint64_t deadline = monotonic_now_ns() + 1'000'000'000ull;
+  // A program holds a window for microseconds, but the task work that gives a parked block
+  // its user stack runs preemptible: a task preempted there holds it until it runs again,
+  // which on a loaded machine may take a while. Ten seconds means something is wrong, and
+  // the old map's elements could be deleted under a program still adding to them.
+  const uint64_t deadline = monotonic_now_ns() + 10'000'000'000ull;
   for (;;) {
     __u32 zero = 0;
     if (bpf_map_lookup_elem(busy_fd, &zero, per_cpu.data()) != 0)
@@ -430,7 +432,7 @@ Result<int> OffwakeBpf::switch_window() {
     for (const auto& b : per_cpu) busy += b.programs[old] != 0;
     if (busy == 0) return old_fd;
     if (monotonic_now_ns() > deadline)
-      return Error("switching windows: BPF programs still adding to the old window after a second", EBUSY);
+      return Error("switching windows: BPF programs still adding to the old window after 10 s", EBUSY);
     usleep(100);
   }
 }

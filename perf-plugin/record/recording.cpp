@@ -214,7 +214,7 @@ class Recorder {
   Status open_source();
   Status drain_tracking();
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
-  Status write_aggregates();
+  Status write_aggregates(uint64_t time);
   bool switching() const { return switch_.mode != SwitchOutputSpec::Mode::kOff; }
   bool switch_due();
   Status switch_file(const BlockSource::EventFn& write_event);
@@ -439,11 +439,13 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
       // A command's first second: its MMAP2 records are read every 2 ms, so that its code
       // has unwind tables (--user-walker=auto) before it has blocked much.
       int wait_ms = workload_ && opt_.user_walker == "auto" && monotonic_ns() - start < 1'000'000'000ull ? 2 : 100;
-      for (uint64_t until : {deadline, next_switch_ns_}) {
-        if (!until) continue;
+      auto wait_until = [](uint64_t until) {
         const uint64_t now = monotonic_ns();
-        wait_ms = std::min(wait_ms, now >= until ? 0 : static_cast<int>(std::min<uint64_t>(100, (until - now + 999'999) / 1'000'000)));
-      }
+        return now >= until ? 0 : static_cast<int>(std::min<uint64_t>(100, (until - now + 999'999) / 1'000'000));
+      };
+      if (deadline) wait_ms = wait_until(deadline);
+      // --switch-output=TIME: no later than the window's end either.
+      if (next_switch_ns_) wait_ms = std::min(wait_ms, wait_until(next_switch_ns_));
       tracking_->poll(wait_ms);
     }
     // The back end's events first, then the tracking records: a fork is then always seen
@@ -482,8 +484,9 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   tracking_->disable();
   OFFWAKE_TRY(drain_tracking());
   OFFWAKE_TRY(source_->finish(write_event));
-  OFFWAKE_TRY(write_aggregates());
-  return close_file(monotonic_ns());
+  const uint64_t end = monotonic_ns();
+  OFFWAKE_TRY(write_aggregates(end));
+  return close_file(end);
 }
 
 // --switch-output: whether the window ends now (SIGUSR2, its time, its file's size).
@@ -621,19 +624,19 @@ Status Recorder::describe(const std::vector<perfdata::SampleRecord>& samples) {
   return ok_status();
 }
 
-Status Recorder::write_aggregates() {
+// The last window's aggregates, stamped `time` when they have no time of their own; close_file()
+// then ends the file.
+Status Recorder::write_aggregates(uint64_t time) {
   RecordStats now;
   OFFWAKE_TRY(source_->fill_stats(now));
   now.tracking_undecodable = tracking_->undecodable();
   window_source_counts(stats_, now, at_start_);
   at_start_ = now;
-  const uint64_t time = monotonic_ns();
   // A batch at a time: a recording of 100,000 keys need not hold them all.
-  OFFWAKE_TRY(source_->visit_aggregates([&](std::span<const Aggregate> batch) -> Status {
+  return source_->visit_aggregates([&](std::span<const Aggregate> batch) -> Status {
     for (const auto& a : batch) OFFWAKE_TRY(blocks_->write(a, time));
     return ok_status();
-  }));
-  return blocks_->finish(time);
+  });
 }
 
 }  // namespace
