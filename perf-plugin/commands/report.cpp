@@ -175,8 +175,8 @@ int cmd_report(const std::vector<std::string>& args) {
                         inputs.push_back(v);
                         return ok_status();
                       },
-                      "input file name ('-' for standard input; default perf.data); again, or files after the "
-                      "options, for several recordings summed (--switch-output's windows)"),
+                      "input file name ('-' for standard input; default perf.data); given again, several "
+                      "recordings summed (--switch-output's windows)"),
       flag_option(0, "stdio", &stdio, "the table of blocked stacks and their wakers (the default)"),
       flag_option(0, "folded", &folded, "folded stacks on standard output (offwake-collapse.py's format)"),
       string_option(0, "svg", "file", &svg, "write an interactive off-wake flame graph"),
@@ -192,9 +192,9 @@ int cmd_report(const std::vector<std::string>& args) {
       string_option(0, "sort", "key", &sort, "table order: time (default), count, avg, max"),
       flag_option(0, "wallclock", &wallclock, "on-CPU and off-CPU time per stack in one view (--on-cpu recordings)"),
   };
-  const std::vector<std::string> usage = {"perf offwake report [<options>] [<file>...]"};
+  const std::vector<std::string> usage = {"perf offwake report [<options>]"};
   ParsedArgs parsed = parse_command_line(args, table, usage, false);
-  inputs.insert(inputs.end(), parsed.rest.begin(), parsed.rest.end());
+  if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
   if (inputs.empty()) inputs.push_back("perf.data");
   if (inputs.size() > 1 && std::count(inputs.begin(), inputs.end(), "-"))
     return usage_error("standard input ('-') is read alone, not with other files");
