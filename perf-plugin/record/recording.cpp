@@ -585,9 +585,11 @@ Status Recorder::close_file(uint64_t time) {
   total_.output = std::to_string(files_->count()) + " files, the last " + path;
   if (!opt_.quiet) {
     const offwake_counters& c = stats_.counters;
-    fprintf(stderr, "[ perf offwake record: dump data: %llu blocks, %.3f s blocked, %llu distinct stacks, %llu blocks lost ]\n",
+    const bool timeline = stats_.timeline_events != 0;
+    fprintf(stderr, "[ perf offwake record: dump data: %llu blocks, %.3f s blocked, %llu %s, %llu blocks lost ]\n",
             static_cast<unsigned long long>(c.blocks), stats_.blocked_ns / 1e9,
-            static_cast<unsigned long long>(stats_.keys), static_cast<unsigned long long>(stats_.lost_blocks()));
+            static_cast<unsigned long long>(timeline ? stats_.timeline_events : stats_.keys),
+            timeline ? "timeline events" : "distinct stacks", static_cast<unsigned long long>(stats_.lost_blocks()));
     fprintf(stderr, "[ perf offwake record: Dump %s ]\n", path.c_str());
   }
   return ok_status();
