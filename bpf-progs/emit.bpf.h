@@ -6,13 +6,9 @@
 
 #include "filters.bpf.h"
 
-static __always_inline void aggregate(struct offwake_key *key, __u64 delta, __u64 stamp,
-				      struct offwake_counters *c)
+static __always_inline void add_to(struct offwake_value *v, __u64 delta, __u64 stamp,
+				   struct offwake_counters *c)
 {
-	/* Inserted as zeros and added to below, so that two CPUs racing to create the bucket
-	 * both count. */
-	struct offwake_value zero = {}, *v = map_lookup_or_insert(&aggregates, key, &zero);
-
 	if (!v) {
 		if (c) {
 			c->agg_map_full++;
@@ -27,6 +23,51 @@ static __always_inline void aggregate(struct offwake_key *key, __u64 delta, __u6
 	if (stamp > v->last_ns)
 		v->last_ns = stamp;
 	COUNT(c, blocks);
+}
+
+/* --switch-output: added to the current window's map, with this CPU's count of programs on
+ * that window held meanwhile (see window_busy). The count is taken before agg_window is read
+ * again: a flip that came in between is then seen, and the program moves to the new window;
+ * one that comes later waits for the count to drop. */
+static __always_inline void aggregate_window(struct offwake_key *key, __u64 delta, __u64 stamp,
+					     struct offwake_counters *c)
+{
+	struct offwake_value zero = {}, *v;
+	__u32 zero_key = 0, w, now;
+	struct window_busy *busy = bpf_map_lookup_elem(&window_busy, &zero_key);
+
+	if (!busy) { /* never: a per-CPU array's entry 0 */
+		add_to(0, delta, stamp, c);
+		return;
+	}
+	w = *(volatile __u32 *)&agg_window & 1;
+	__sync_fetch_and_add(&busy->programs[w], 1);
+	now = *(volatile __u32 *)&agg_window & 1;
+	if (now != w) {
+		__sync_fetch_and_add(&busy->programs[w], -1);
+		w = now;
+		__sync_fetch_and_add(&busy->programs[w], 1);
+	}
+	if (w)
+		v = map_lookup_or_insert(&aggregates_next, key, &zero);
+	else
+		v = map_lookup_or_insert(&aggregates, key, &zero);
+	add_to(v, delta, stamp, c);
+	__sync_fetch_and_add(&busy->programs[w], -1);
+}
+
+static __always_inline void aggregate(struct offwake_key *key, __u64 delta, __u64 stamp,
+				      struct offwake_counters *c)
+{
+	/* Inserted as zeros and added to below, so that two CPUs racing to create the bucket
+	 * both count. */
+	struct offwake_value zero = {};
+
+	if (switch_windows) {
+		aggregate_window(key, delta, stamp, c);
+		return;
+	}
+	add_to(map_lookup_or_insert(&aggregates, key, &zero), delta, stamp, c);
 }
 
 /* Timeline mode: the block as one event. A full ring buffer loses it, counted. */

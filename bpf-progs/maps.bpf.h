@@ -42,6 +42,34 @@ struct {
 	__uint(max_entries, 16384);
 } aggregates SEC(".maps");
 
+/* --switch-output: the aggregates of the next window while user space reads and empties the
+ * previous one's map. agg_window says which map the programs add to (bit 0: 0 aggregates, 1
+ * aggregates_next); user space flips it at a switch. A program that adds to a map counts itself
+ * in window_busy (per CPU: the programs run with migration disabled) before it reads
+ * agg_window and until it is done with the map's element, so that user space, once it has
+ * flipped, waits until no CPU counts a program on the old window before it reads and deletes
+ * its elements. Sized like aggregates by the loader; one entry without --switch-output. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(key_size, sizeof(struct offwake_key));
+	__type(value, struct offwake_value);
+	__uint(max_entries, 16384);
+} aggregates_next SEC(".maps");
+
+const volatile __u32 switch_windows = 0; /* set by the loader for --switch-output */
+__u32 agg_window = 0;
+
+struct window_busy {
+	__s64 programs[2]; /* programs adding to window 0 and 1 on this CPU now */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct window_busy);
+	__uint(max_entries, 1);
+} window_busy SEC(".maps");
+
 /* Timeline mode only. The loader sizes it (a power-of-2 number of pages); in aggregated mode
  * it is one page, and the cfg.timeline branch that writes it is dead code for the verifier. */
 struct {

@@ -74,6 +74,8 @@ Result<std::vector<Aggregate>> drain_aggregates(int map_fd) { return collect(map
 
 Status visit_aggregates(int map_fd, const AggregateBatchFn& fn) { return batch_aggregates(map_fd, false, fn); }
 
+Status drain_aggregates(int map_fd, const AggregateBatchFn& fn) { return batch_aggregates(map_fd, true, fn); }
+
 Result<offwake_counters> read_counters(int map_fd) {
   static_assert(sizeof(offwake_counters) % sizeof(uint64_t) == 0);
   constexpr size_t kFields = sizeof(offwake_counters) / sizeof(uint64_t);

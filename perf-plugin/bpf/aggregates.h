@@ -24,6 +24,10 @@ Status visit_aggregates(int map_fd, const AggregateBatchFn& fn);
 // detaching to avoid losing an add that races with the delete.
 Result<std::vector<Aggregate>> drain_aggregates(int map_fd);
 
+// The same, a batch at a time (--switch-output: the map of a window that ended, which no
+// program writes any more).
+Status drain_aggregates(int map_fd, const AggregateBatchFn& fn);
+
 // The per-CPU counters of the `counters` map, summed over all possible CPUs.
 Result<offwake_counters> read_counters(int map_fd);
 

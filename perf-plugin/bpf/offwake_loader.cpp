@@ -78,6 +78,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
   cfg.stack_depth = depth;
   cfg.chain_depth = o.chain_depth;
+  s->rodata->switch_windows = o.switch_windows && !o.timeline;
 }
 
 bool lazy_capture(const LoaderOptions& o) { return !o.eager && (o.min_block_ns || o.max_block_ns); }
@@ -188,6 +189,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
       {s->maps.stack_traces, o.stack_map_entries, "stack map"},
       {s->maps.stack_store, o.stack_store_entries ? o.stack_store_entries : o.stack_map_entries, "stack store"},
       {s->maps.aggregates, o.aggregate_entries, "aggregation map"},
+      // Written only with --switch-output: otherwise the smallest a map can be.
+      {s->maps.aggregates_next, o.switch_windows && !o.timeline ? o.aggregate_entries : 1, "aggregation map"},
       {s->maps.target_tgids, o.max_tgids ? o.max_tgids : 1, "target process map"},
       {s->maps.user_works, task_work ? o.user_work_entries : 1, "task work map"},
       // Never written in aggregated mode: the smallest size a ring buffer can have.
@@ -201,8 +204,9 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
     if (int err = bpf_map__set_max_entries(m.map, m.entries))
       return Error(std::string("sizing ") + m.what, libbpf_errno(err));
   }
-  if (int err = bpf_map__set_key_size(s->maps.aggregates, OFFWAKE_KEY_SIZE(o.chain_depth)))
-    return Error("setting the aggregation key size", libbpf_errno(err));
+  for (bpf_map* m : {s->maps.aggregates, s->maps.aggregates_next})
+    if (int err = bpf_map__set_key_size(m, OFFWAKE_KEY_SIZE(o.chain_depth)))
+      return Error("setting the aggregation key size", libbpf_errno(err));
   if (int err = bpf_map__set_value_size(s->maps.stack_traces, depth * sizeof(uint64_t)))
     return Error("setting stack depth", libbpf_errno(err));
   const size_t stored = offsetof(offwake_stored_stack, ips) + depth * sizeof(uint64_t);
@@ -397,7 +401,42 @@ Result<size_t> OffwakeBpf::consume_events(const EventCallback& cb) {
 
 int OffwakeBpf::events_fd() const { return events_ ? events_->epoll_fd() : -1; }
 
-int OffwakeBpf::aggregates_fd() const { return bpf_map__fd(skel_->maps.aggregates); }
+int OffwakeBpf::aggregates_fd() const {
+  return bpf_map__fd(skel_->bss->agg_window & 1 ? skel_->maps.aggregates_next : skel_->maps.aggregates);
+}
+
+Result<int> OffwakeBpf::switch_window() {
+  if (!skel_->rodata->switch_windows) return Error("switching windows: not loaded with switch_windows", EINVAL);
+  const uint32_t old = skel_->bss->agg_window & 1;
+  const int old_fd = aggregates_fd();
+  // Sequentially consistent: the store is seen before the counts below are read, as each
+  // program's count is taken before it reads agg_window again (see emit.bpf.h).
+  __atomic_store_n(&skel_->bss->agg_window, old ^ 1, __ATOMIC_SEQ_CST);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  const int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) return Error("counting possible CPUs", -ncpus);
+  struct busy_t {
+    int64_t programs[2];
+  };
+  std::vector<busy_t> per_cpu(static_cast<size_t>(ncpus));
+  const int busy_fd = bpf_map__fd(skel_->maps.window_busy);
+  // A program holds a window for microseconds, but the task work that gives a parked block
+  // its user stack runs preemptible: a task preempted there holds it until it runs again,
+  // which on a loaded machine may take a while. Ten seconds means something is wrong, and
+  // the old map's elements could be deleted under a program still adding to them.
+  const uint64_t deadline = monotonic_now_ns() + 10'000'000'000ull;
+  for (;;) {
+    __u32 zero = 0;
+    if (bpf_map_lookup_elem(busy_fd, &zero, per_cpu.data()) != 0)
+      return Error::from_errno("reading the programs busy on the old window");
+    int64_t busy = 0;
+    for (const auto& b : per_cpu) busy += b.programs[old] != 0;
+    if (busy == 0) return old_fd;
+    if (monotonic_now_ns() > deadline)
+      return Error("switching windows: BPF programs still adding to the old window after 10 s", EBUSY);
+    usleep(100);
+  }
+}
 int OffwakeBpf::counters_fd() const { return bpf_map__fd(skel_->maps.counters); }
 int OffwakeBpf::stack_traces_fd() const { return bpf_map__fd(skel_->maps.stack_traces); }
 int OffwakeBpf::stack_store_fd() const { return bpf_map__fd(skel_->maps.stack_store); }

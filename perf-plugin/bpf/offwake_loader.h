@@ -78,6 +78,10 @@ struct LoaderOptions : BlockFilters {
   // Ring buffer size in timeline mode: a power of 2, a multiple of the page size. Events
   // that do not fit are dropped and counted (ringbuf_drops). Aggregated mode uses one page.
   uint32_t ringbuf_bytes = 8u << 20;
+
+  // --switch-output (aggregated mode): two aggregation maps, one per window, that
+  // switch_window() alternates.
+  bool switch_windows = false;
 };
 
 class OffwakeBpf {
@@ -140,7 +144,13 @@ class OffwakeBpf {
   int events_fd() const;
   bool timeline() const { return events_ != nullptr; }
 
-  int aggregates_fd() const;
+  // --switch-output: the programs add to the other aggregation map from now on. Returns, once
+  // no program is adding to the map of the window that ended, that map's fd: its elements
+  // are then user space's to read and delete (drain_aggregates()). aggregates_fd() is the
+  // new window's. An error without switch_windows, or if programs seem stuck on the old map.
+  Result<int> switch_window();
+
+  int aggregates_fd() const;  // the current window's
   int counters_fd() const;
   int stack_traces_fd() const;
   int stack_store_fd() const;

@@ -26,6 +26,14 @@ class StackTraceMap final : public StackTraceSource {
   // recording's samples share few stacks among many keys.
   Result<std::span<const uint64_t>> lookup(uint64_t id) const override;
 
+  // Empties the cache (--switch-output, after each window's file): the stacks are read again
+  // from the kernel when asked for, and the cache holds a window's stacks at most. Spans
+  // handed out before are no longer valid.
+  void forget() {
+    std::unordered_map<uint64_t, std::vector<uint64_t>>().swap(cache_);
+    store_loaded_ = false;
+  }
+
   uint32_t max_depth() const { return max_depth_; }
   uint32_t max_entries() const { return max_entries_; }
   int fd() const { return fd_.get(); }

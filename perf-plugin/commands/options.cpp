@@ -39,6 +39,13 @@ Option string_option(char s, std::string l, std::string arg, std::string* target
   return o;
 }
 
+Option optional_string_option(char s, std::string l, std::string arg, std::string* target, const char* if_bare,
+                              std::string help) {
+  Option o = string_option(s, std::move(l), std::move(arg), target, std::move(help));
+  o.optional_default = if_bare;
+  return o;
+}
+
 Option uint_option(char s, std::string l, std::string arg, uint64_t* target, std::string help) {
   Option o = arg_option(s, std::move(l), Option::Kind::kUint, std::move(arg), std::move(help));
   o.uint = target;
@@ -105,6 +112,7 @@ static Status apply_option(const Option& o, const std::string& value) {
 // form " Error: option `x' requires a value" with no newline, the usage following.
 static int apply_callback(const struct option* opt, const char* arg, int unset) {
   const Option& o = *static_cast<const Option*>(opt->value);
+  if (!unset && !arg && o.optional_default) arg = o.optional_default;  // PARSE_OPT_OPTARG, given bare
   if (unset || !arg) return -1;  // PARSE_OPT_NONEG: libsubcmd refuses --no-<option> before this
   if (Status s = apply_option(o, arg); !s) {
     fprintf(stderr, " Error: %s\n", s.error().message().c_str());
@@ -135,7 +143,7 @@ ParsedArgs parse_command_line(const std::vector<std::string>& args, const std::v
       opt.type = OPTION_CALLBACK;
       opt.value = const_cast<Option*>(&o);
       opt.argh = o.arg_name.c_str();
-      opt.flags = PARSE_OPT_NONEG;
+      opt.flags = PARSE_OPT_NONEG | (o.optional_default ? PARSE_OPT_OPTARG : 0);
       opt.callback = apply_callback;
     }
     options.push_back(opt);

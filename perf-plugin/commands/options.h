@@ -26,10 +26,17 @@ struct Option {
   uint64_t* uint = nullptr;
   double* dbl = nullptr;
   std::function<Status(const std::string&)> callback;  // kCallback: gets the argument
+  // The value of an option given without one ("--switch-output", but "--switch-output=10s"),
+  // for an option whose value is optional; unset: the value is required.
+  const char* optional_default = nullptr;
 };
 
 Option flag_option(char s, std::string l, bool* target, std::string help);
 Option string_option(char s, std::string l, std::string arg, std::string* target, std::string help);
+// A string option whose value may be left out (given as --name=value only, as perf's own):
+// then it is `if_bare`.
+Option optional_string_option(char s, std::string l, std::string arg, std::string* target, const char* if_bare,
+                              std::string help);
 Option uint_option(char s, std::string l, std::string arg, uint64_t* target, std::string help);
 Option double_option(char s, std::string l, std::string arg, double* target, std::string help);
 Option callback_option(char s, std::string l, std::string arg,

@@ -23,6 +23,9 @@ namespace {
 
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
+// --switch-output=signal: SIGUSR2 ends the window (the recorder clears the flag).
+volatile sig_atomic_t g_switch = 0;
+void on_switch_signal(int) { g_switch = 1; }
 
 Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
   std::stringstream ss(s);
@@ -81,6 +84,11 @@ int cmd_record(const std::vector<std::string>& args) {
       string_option(0, "call-graph", "fp|dwarf[,size]", &o.call_graph,
                     "the tracepoint back end's user stacks: the kernel's frame-pointer callchain (default), "
                     "or a copy of SIZE bytes (default 8192) of user stack per event, unwound with DWARF CFI"),
+      optional_string_option(0, "switch-output", "signal|time|size", &o.switch_output, "signal",
+                             "a file per window, output.<timestamp>: a new one on SIGUSR2 (signal, the default), "
+                             "every TIME (10s, 5m, 1h, 1d) or at SIZE (100M; B, K, M, G)"),
+      string_option(0, "switch-max-files", "n", &o.switch_max_files,
+                    "with --switch-output: keep only the newest n files"),
       flag_option('v', "verbose", &o.verbose, "be more verbose (libbpf's messages)"),
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };
@@ -95,6 +103,11 @@ int cmd_record(const std::vector<std::string>& args) {
     struct stat st {};
     o.output = (fstat(STDOUT_FILENO, &st) == 0 && S_ISFIFO(st.st_mode)) ? "-" : "perf.data";
   }
+  // The output is known now (a pipe on stdout makes it "-"): --switch-output needs files.
+  if (std::string error = record_usage_error(o); !error.empty()) {
+    fprintf(stderr, "perf offwake record: %s\n", error.c_str());
+    return kExitUsage;
+  }
   bpf::set_libbpf_verbosity(o.verbose ? 1 : 0);
 
   // A command that cannot run fails before anything is loaded or renamed.
@@ -104,7 +117,9 @@ int cmd_record(const std::vector<std::string>& args) {
       return Workload::exec_failure_status(c.error().errnum());
     }
   }
-  if (Status moved = move_old_output(o.output); !moved) {
+  // With --switch-output the -o name itself is never written (each window's file has a
+  // timestamp): nothing to move aside.
+  if (Status moved = o.switch_output.empty() ? move_old_output(o.output) : ok_status(); !moved) {
     fprintf(stderr, "perf offwake record: %s\n", moved.error().message().c_str());
     return kExitFailure;
   }
@@ -114,13 +129,18 @@ int cmd_record(const std::vector<std::string>& args) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  if (!o.switch_output.empty()) {
+    struct sigaction su {};
+    su.sa_handler = on_switch_signal;
+    sigaction(SIGUSR2, &su, nullptr);
+  }
   // Started as `perf offwake record`: stop as on SIGTERM when perf dies.
   follow_parent_perf(SIGTERM);
 
   std::vector<std::string> argv = {"perf", "offwake"};
   argv.insert(argv.end(), args.begin(), args.end());
   int exec_errno = 0;
-  auto rec = record_offwake(o, parsed.rest, argv, g_stop, exec_errno);
+  auto rec = record_offwake(o, parsed.rest, argv, g_stop, exec_errno, &g_switch);
   if (!rec) {
     fprintf(stderr, "perf offwake record: %s\n", rec.error().message().c_str());
     // As a shell: 127 for a command not found, 126 for one that cannot run.

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -164,11 +165,18 @@ int usage_error(const std::string& message) {
 }
 
 int cmd_report(const std::vector<std::string>& args) {
-  std::string input = "perf.data", svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids;
+  std::vector<std::string> inputs;
+  std::string svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids;
   bool stdio = false, folded = false, wallclock = false;
   report::Filters filters;
   std::vector<Option> table = {
-      string_option('i', "input", "file", &input, "input file name ('-' for standard input); default perf.data"),
+      callback_option('i', "input", "file",
+                      [&](const std::string& v) {
+                        inputs.push_back(v);
+                        return ok_status();
+                      },
+                      "input file name ('-' for standard input; default perf.data); given again, several "
+                      "recordings summed (--switch-output's windows)"),
       flag_option(0, "stdio", &stdio, "the table of blocked stacks and their wakers (the default)"),
       flag_option(0, "folded", &folded, "folded stacks on standard output (offwake-collapse.py's format)"),
       string_option(0, "svg", "file", &svg, "write an interactive off-wake flame graph"),
@@ -187,6 +195,12 @@ int cmd_report(const std::vector<std::string>& args) {
   const std::vector<std::string> usage = {"perf offwake report [<options>]"};
   ParsedArgs parsed = parse_command_line(args, table, usage, false);
   if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
+  if (inputs.empty()) inputs.push_back("perf.data");
+  if (inputs.size() > 1 && std::count(inputs.begin(), inputs.end(), "-"))
+    return usage_error("standard input ('-') is read alone, not with other files");
+  // As the outputs name the input: the file, or the first of several and how many.
+  const std::string input =
+      inputs.size() == 1 ? inputs[0] : inputs[0] + " and " + std::to_string(inputs.size() - 1) + " more";
   if (filters.kernel_only && filters.user_only) return usage_error("--kernel-only and --user-only exclude each other");
   if (unit != "ns" && unit != "us") return usage_error("--unit must be ns or us, not '" + unit + "'");
   report::StdioOptions so;
@@ -210,12 +224,18 @@ int cmd_report(const std::vector<std::string>& args) {
   if (wallclock && filters.no_waker) filters.no_waker = false;  // wall-clock stacks have no waker anyway
   if (!folded && svg.empty() && pprof.empty()) stdio = true;
 
-  std::optional<ProgressReporter> progress;
-  progress.emplace(input == "-" ? "standard input" : input);
-  auto loaded = report::load_profile(input, filters, [&](uint64_t done, uint64_t total) { progress->update(done, total); });
-  progress.reset();
-  if (!loaded) return fail(loaded.error().message());
-  Profile& profile = *loaded;
+  // Several files (windows of one recording): their blocks summed, as one recording's.
+  Profile profile;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::optional<ProgressReporter> progress;
+    progress.emplace(inputs[i] == "-" ? "standard input" : inputs[i]);
+    auto loaded = report::load_profile(inputs[i], filters,
+                                       [&](uint64_t done, uint64_t total) { progress->update(done, total); });
+    progress.reset();
+    if (!loaded) return fail(inputs.size() == 1 ? loaded.error().message() : loaded.error().context(inputs[i]).message());
+    if (i == 0) profile = std::move(loaded).value();
+    else report::merge_profile(profile, std::move(loaded).value());
+  }
   if (wallclock && !profile.on_cpu_samples)
     fprintf(stderr, "perf offwake report: %s has no on-CPU samples (record with --on-cpu): off-CPU time only\n",
             input.c_str());

@@ -233,6 +233,11 @@ void PerfDataWriter::add_build_id(const BuildIdEntry& entry) {
     build_ids_.push_back(entry);
 }
 
+Status PerfDataWriter::close_as(const std::string& path) {
+  if (mode_ == Mode::kFile && !closed_) final_path_ = path;
+  return close();
+}
+
 Status PerfDataWriter::close() {
   if (closed_) return ok_status();
   if (mode_ == Mode::kPipe) {

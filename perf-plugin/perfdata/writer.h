@@ -91,6 +91,11 @@ class PerfDataWriter {
 
   // File mode: feature sections, header, rename. Pipe mode: flush.
   Status close();
+  // File mode: close(), renaming to `path` rather than the name given at creation (perf
+  // record --switch-output names a file by the time it ends). Pipe mode: close().
+  Status close_as(const std::string& path);
+  // Bytes written so far.
+  uint64_t position() const { return sink_->position(); }
 
   const WriterStats& stats() const { return stats_; }
   Mode mode() const { return mode_; }

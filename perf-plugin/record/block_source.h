@@ -47,6 +47,14 @@ class BlockSource {
   // After end_open_blocks() and the last tracking records: the rest of the timeline.
   virtual Status finish(const EventFn& timeline) = 0;
 
+  // --switch-output: the window ends now. The aggregates of the blocks that ended in it (not
+  // in timeline mode, whose blocks went to step() as they ended) go to `fn`, a batch at a
+  // time, and are gone from the source: the next window starts with none, and blocks that end
+  // from now on are the next window's. `at_switch` gets the counts (fill_stats()) as they were
+  // when the window ended, before the aggregates were read. Caches of stacks the samples read
+  // may be emptied afterwards (memory stays bounded over a long recording).
+  virtual Status switch_window(const AggregateBatchFn& fn, RecordStats& at_switch) = 0;
+
   // The aggregates (not in timeline mode), a batch at a time.
   virtual Status visit_aggregates(const AggregateBatchFn& fn) const = 0;
   // The stacks behind the aggregates' and events' stack ids.

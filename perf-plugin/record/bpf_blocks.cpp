@@ -63,6 +63,21 @@ class BpfBlocks : public BlockSource {
     }
   }
 
+  // Aggregated: the programs add to the other map from now on; once none adds to the old one
+  // (a block counted there is in it), it is read and emptied.
+  Status switch_window(const AggregateBatchFn& fn, RecordStats& at_switch) override {
+    if (bpf_.timeline()) {
+      OFFWAKE_TRY(fill_stats(at_switch));
+    } else {
+      auto old = bpf_.switch_window();
+      if (!old) return old.error();
+      OFFWAKE_TRY(fill_stats(at_switch));
+      OFFWAKE_TRY(bpf::drain_aggregates(*old, fn));
+    }
+    stacks_.forget();
+    return ok_status();
+  }
+
   Status visit_aggregates(const AggregateBatchFn& fn) const override { return bpf_.visit_aggregates(fn); }
   const StackTraceSource& stacks() const override { return stacks_; }
 

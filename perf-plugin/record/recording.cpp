@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <type_traits>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -11,6 +14,7 @@
 #include "record/block_source.h"
 #include "record/bpf_blocks.h"
 #include "record/offwake_file.h"
+#include "record/switch_output.h"
 #include "record/tracepoint_blocks.h"
 #include "record/workload.h"
 #include "unwind_row.h"
@@ -79,6 +83,14 @@ std::string record_usage_error(const RecordOptions& o) {
   if (o.ringbuf_mb == 0 || (o.ringbuf_mb & (o.ringbuf_mb - 1)) || o.ringbuf_mb > 1024)
     return "--ringbuf-size must be a power of two from 1 to 1024 MiB";
   if (auto m = parse_state_letters(o.state); !m) return m.error().message();
+  if (o.given.count("--switch-output")) {
+    if (auto spec = parse_switch_output(o.switch_output); !spec) return spec.error().message();
+    if (o.output == "-") return "--switch-output writes files: not with a pipe (-o -)";
+  }
+  if (o.given.count("--switch-max-files")) {
+    if (!o.given.count("--switch-output")) return "--switch-max-files goes with --switch-output";
+    if (auto n = parse_switch_max_files(o.switch_max_files); !n) return n.error().message();
+  }
   return "";
 }
 
@@ -117,12 +129,78 @@ Status check_process(uint32_t pid) {
   return ok_status();
 }
 
+// The fields of RecordStats that the back end and the tracking events count over the whole
+// recording (BlockSource::fill_stats()), as against those counted as a file is written.
+void copy_source_counts(RecordStats& to, const RecordStats& from) {
+  to.counters = from.counters;
+  to.skipped_switches = from.skipped_switches;
+  to.skipped_wakeups = from.skipped_wakeups;
+  to.skipped_other = from.skipped_other;
+  to.tracking_undecodable = from.tracking_undecodable;
+  to.tracepoint = from.tracepoint;
+  to.tracepoint_lost = from.tracepoint_lost;
+  to.tracepoint_late = from.tracepoint_late;
+  to.tracepoint_undecodable = from.tracepoint_undecodable;
+  to.callchains_cut = from.callchains_cut;
+  to.user_unwind = from.user_unwind;
+  to.unwind = from.unwind;  // the tables as they are now: not a count of the window's
+}
+
+// a -= b, field by field, for a struct of uint64_t counts.
+template <class T>
+void subtract_counts(T& a, const T& b) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % sizeof(uint64_t) == 0);
+  uint64_t x[sizeof(T) / sizeof(uint64_t)], y[sizeof(T) / sizeof(uint64_t)];
+  std::memcpy(x, &a, sizeof a);
+  std::memcpy(y, &b, sizeof b);
+  for (size_t i = 0; i < std::size(x); ++i) x[i] -= y[i];
+  std::memcpy(&a, x, sizeof a);
+}
+
+// --switch-output: a window's share of the whole recording's counts, `now` less `before` (the
+// counts at the window's start).
+void window_source_counts(RecordStats& w, const RecordStats& now, const RecordStats& before) {
+  copy_source_counts(w, now);
+  subtract_counts(w.counters, before.counters);
+  subtract_counts(w.user_unwind, before.user_unwind);
+  w.skipped_switches -= before.skipped_switches;
+  w.skipped_wakeups -= before.skipped_wakeups;
+  w.skipped_other -= before.skipped_other;
+  w.tracking_undecodable -= before.tracking_undecodable;
+  w.tracepoint_lost -= before.tracepoint_lost;
+  w.tracepoint_late -= before.tracepoint_late;
+  w.tracepoint_undecodable -= before.tracepoint_undecodable;
+  w.callchains_cut -= before.callchains_cut;
+}
+
+// The counts of a window's file added to the recording's.
+void add_written_counts(RecordStats& total, const RecordStats& w) {
+  total.duration_ns += w.duration_ns;
+  total.keys += w.keys;
+  total.offwake_samples += w.offwake_samples;
+  total.timeline_events += w.timeline_events;
+  total.blocked_ns += w.blocked_ns;
+  total.kernel_missing += w.kernel_missing;
+  total.user_missing += w.user_missing;
+  total.sample_stacks += w.sample_stacks;
+  total.on_cpu_samples += w.on_cpu_samples;
+  total.perf_lost += w.perf_lost;
+  total.bytes += w.bytes;
+}
+
 // The recording, with its resources in set-up order (torn down in reverse).
 class Recorder {
  public:
-  Recorder(const RecordOptions& o, const volatile sig_atomic_t& stop) : opt_(o), stop_(stop) {}
+  Recorder(const RecordOptions& o, const volatile sig_atomic_t& stop, volatile sig_atomic_t* switch_now)
+      : opt_(o), stop_(stop), switch_now_(switch_now) {
+    if (o.given.count("--switch-output")) switch_ = parse_switch_output(o.switch_output).value();  // checked
+    if (switching())
+      files_.emplace(o.given.count("--switch-max-files") ? parse_switch_max_files(o.switch_max_files).value() : 0);
+  }
   Status run(const std::vector<std::string>& command, const std::vector<std::string>& argv);
-  const RecordStats& stats() const { return stats_; }
+  // The recording's counts: with --switch-output, every window's.
+  const RecordStats& stats() const { return switching() ? total_ : stats_; }
+  uint64_t files() const { return files_ ? files_->count() : 0; }
   int workload_status() const { return workload_status_; }
   int workload_signal() const { return workload_signal_; }
   // The errno of a command that could not be run (0 if none).
@@ -136,24 +214,41 @@ class Recorder {
   Status open_source();
   Status drain_tracking();
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
-  Status write_aggregates();
+  Status write_aggregates(uint64_t time);
+  bool switching() const { return switch_.mode != SwitchOutputSpec::Mode::kOff; }
+  bool switch_due();
+  Status switch_file(const BlockSource::EventFn& write_event);
+  Status open_file(const ProcessDescriptions* previous);
+  Status close_file(uint64_t time);
   bool system_wide() const;
   Status describe_targets();
   Status describe(const std::vector<perfdata::SampleRecord>& samples);
 
   const RecordOptions& opt_;
   const volatile sig_atomic_t& stop_;
+  volatile sig_atomic_t* switch_now_;
+  SwitchOutputSpec switch_;
+  std::optional<SwitchedFiles> files_;
   std::optional<Kallsyms> kallsyms_;
   std::optional<Workload> workload_;
   std::unique_ptr<BlockSource> source_;
   std::optional<TrackingEvents> tracking_;
+  // What every file of the recording starts with.
+  std::vector<perfdata::EventDesc> events_;
+  perfdata::HostInfo host_;
+  std::optional<perfdata::Mmap2Record> kernel_mmap_;
+  // The current file's (with --switch-output, the window's; each file names its own threads).
   std::optional<perfdata::PerfDataWriter> writer_;
+  std::optional<BuildIdCache> build_ids_;
   std::optional<ProcessDescriptions> descriptions_;
   std::optional<BlockWriter> blocks_;
   std::set<uint32_t> pseudo_described_;
   std::string command_;  // the command's name, as given
   OffwakeEventIds ids_;
-  RecordStats stats_;
+  RecordStats stats_;       // the current file's
+  RecordStats at_start_;    // the source's counts when the current file's window started
+  RecordStats total_;       // --switch-output: the files closed so far, summed
+  uint64_t window_start_ = 0, next_switch_ns_ = 0;
   int workload_status_ = 0, workload_signal_ = 0, exec_errno_ = 0;
 };
 
@@ -190,6 +285,7 @@ bpf::LoaderOptions Recorder::loader_options() const {
   lo.timeline = opt_.timeline;
   lo.ringbuf_bytes = static_cast<uint32_t>(opt_.ringbuf_mb << 20);
   lo.chain_depth = static_cast<uint32_t>(opt_.chain_depth);
+  lo.switch_windows = switching();
   return lo;
 }
 
@@ -303,14 +399,9 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   if (!tracking) return tracking.error();
   tracking_.emplace(std::move(tracking).value());
 
-  std::vector<perfdata::EventDesc> events = offwake_events(ids_ = pick_event_ids(tracking_->events(), opt_.chain_depth > 1));
-  for (const auto& e : tracking_->events()) events.push_back(e);
-  auto host = collect_host_info(argv);
-  bool pipe = opt_.output == "-";
-  auto writer = pipe ? perfdata::PerfDataWriter::create_pipe(UniqueFd(dup(STDOUT_FILENO)), events, host)
-                     : perfdata::PerfDataWriter::create_file(opt_.output, events, host);
-  if (!writer) return writer.error();
-  writer_.emplace(std::move(writer).value());
+  events_ = offwake_events(ids_ = pick_event_ids(tracking_->events(), opt_.chain_depth > 1));
+  for (const auto& e : tracking_->events()) events_.push_back(e);
+  host_ = collect_host_info(argv);
 
   // Tracking first, then what already exists: a mapping made in between is seen twice,
   // never missed.
@@ -320,20 +411,13 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   kallsyms_.emplace(std::move(kallsyms).value());
   auto kmap = kernel_mmap(*kallsyms_);
   if (!kmap) return kmap.error();
-  OFFWAKE_TRY(writer_->write(*kmap));
-  writer_->add_build_id(kernel_build_id_entry());
-  BuildIdCache build_ids;
-  auto descriptions = ProcessDescriptions::take(build_ids, !system_wide(), [&](const perfdata::Record& r) { return writer_->write(r); });
-  if (!descriptions) return descriptions.error();
-  descriptions_.emplace(std::move(descriptions).value());
-  OFFWAKE_TRY(describe_targets());
-  OFFWAKE_TRY(writer_->finished_init());
-
-  blocks_.emplace(*writer_, source_->stacks(), ids_, &*kallsyms_, stats_,
-                  [this](const std::vector<perfdata::SampleRecord>& s) { return describe(s); });
+  kernel_mmap_ = std::move(kmap).value();
+  OFFWAKE_TRY(open_file(nullptr));
 
   OFFWAKE_TRY(source_->start());
   const uint64_t start = monotonic_ns();
+  window_start_ = start;
+  if (switch_.mode == SwitchOutputSpec::Mode::kTime) next_switch_ns_ = start + switch_.interval_ns;
   if (workload_) {
     // With unwind tables, the command waits at its entry point until its code has them.
     Status drained = ok_status();
@@ -355,10 +439,13 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
       // A command's first second: its MMAP2 records are read every 2 ms, so that its code
       // has unwind tables (--user-walker=auto) before it has blocked much.
       int wait_ms = workload_ && opt_.user_walker == "auto" && monotonic_ns() - start < 1'000'000'000ull ? 2 : 100;
-      if (deadline) {
+      auto wait_until = [](uint64_t until) {
         const uint64_t now = monotonic_ns();
-        wait_ms = now >= deadline ? 0 : static_cast<int>(std::min<uint64_t>(100, (deadline - now + 999'999) / 1'000'000));
-      }
+        return now >= until ? 0 : static_cast<int>(std::min<uint64_t>(100, (until - now + 999'999) / 1'000'000));
+      };
+      if (deadline) wait_ms = wait_until(deadline);
+      // --switch-output=TIME: no later than the window's end either.
+      if (next_switch_ns_) wait_ms = std::min(wait_ms, wait_until(next_switch_ns_));
       tracking_->poll(wait_ms);
     }
     // The back end's events first, then the tracking records: a fork is then always seen
@@ -375,6 +462,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     if (opt_.timeline) OFFWAKE_TRY(writer_->end_round());
     if (workload_ && workload_->exited()) break;
     if (deadline && monotonic_ns() >= deadline) break;
+    if (switch_due()) OFFWAKE_TRY(switch_file(write_event));
   }
   // The stop is when the back end stopped recording, not after it finished detaching (which
   // takes lazily a 20 ms grace): open blocks are counted up to it, no further.
@@ -396,10 +484,114 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   tracking_->disable();
   OFFWAKE_TRY(drain_tracking());
   OFFWAKE_TRY(source_->finish(write_event));
-  OFFWAKE_TRY(write_aggregates());
-  OFFWAKE_TRY(writer_->close());
+  const uint64_t end = monotonic_ns();
+  OFFWAKE_TRY(write_aggregates(end));
+  return close_file(end);
+}
+
+// --switch-output: whether the window ends now (SIGUSR2, its time, its file's size).
+bool Recorder::switch_due() {
+  switch (switch_.mode) {
+    case SwitchOutputSpec::Mode::kOff: return false;
+    case SwitchOutputSpec::Mode::kSignal:
+      if (!switch_now_ || !*switch_now_) return false;
+      *switch_now_ = 0;
+      return true;
+    case SwitchOutputSpec::Mode::kTime: return monotonic_ns() >= next_switch_ns_;
+    case SwitchOutputSpec::Mode::kSize: return writer_->position() >= switch_.bytes;
+  }
+  return false;
+}
+
+// Ends the window: what the scheduler and the kernel reported so far goes into its file, then
+// the blocks that ended in it (the source starts the next window with none), its counts and
+// the file's end; then the next window's file starts, describing again what it needs.
+Status Recorder::switch_file(const BlockSource::EventFn& write_event) {
+  OFFWAKE_TRY(source_->read());
+  OFFWAKE_TRY(drain_tracking());
+  OFFWAKE_TRY(source_->step(write_event));
+  const uint64_t time = monotonic_ns();
+  RecordStats now;
+  OFFWAKE_TRY(source_->switch_window(
+      [&](std::span<const Aggregate> batch) -> Status {
+        for (const auto& a : batch) OFFWAKE_TRY(blocks_->write(a, time));
+        return ok_status();
+      },
+      now));
+  now.tracking_undecodable = tracking_->undecodable();
+  window_source_counts(stats_, now, at_start_);
+  at_start_ = now;
+  OFFWAKE_TRY(close_file(time));
+  // The window that ended describes the processes that exited in it to the next one.
+  std::optional<ProcessDescriptions> previous = std::move(descriptions_);
+  descriptions_.reset();
+  OFFWAKE_TRY(open_file(previous ? &*previous : nullptr));
+  window_start_ = time;
+  if (switch_.mode == SwitchOutputSpec::Mode::kTime) {
+    // The next switch is a whole interval after this one: a late switch (a slow write)
+    // does not make the next window short.
+    next_switch_ns_ = std::max(next_switch_ns_ + switch_.interval_ns, time + switch_.interval_ns / 2);
+  }
+  return ok_status();
+}
+
+// A file starts: its events, the kernel's map, the processes (all of them system-wide, else
+// the recording's targets; the others as samples name them), with --switch-output those that
+// the previous window saw exit. Then the samples' writer, with counts of its own.
+Status Recorder::open_file(const ProcessDescriptions* previous) {
+  const bool pipe = opt_.output == "-";
+  auto writer = pipe ? perfdata::PerfDataWriter::create_pipe(UniqueFd(dup(STDOUT_FILENO)), events_, host_)
+                     : perfdata::PerfDataWriter::create_file(opt_.output, events_, host_);
+  if (!writer) return writer.error();
+  writer_.emplace(std::move(writer).value());
+  OFFWAKE_TRY(writer_->write(*kernel_mmap_));
+  writer_->add_build_id(kernel_build_id_entry());
+  // A cache per file: the build ids of binaries no longer mapped do not pile up.
+  build_ids_.emplace();
+  auto emit = [this](const perfdata::Record& r) { return writer_->write(r); };
+  auto descriptions = ProcessDescriptions::take(*build_ids_, !system_wide(), emit,
+                                                ProcessDescriptions::kDefaultHoldLimit, switching());
+  if (!descriptions) return descriptions.error();
+  descriptions_.emplace(std::move(descriptions).value());
+  if (previous) {
+    auto carried = descriptions_->carry_gone(*previous, emit);
+    if (!carried) return carried.error();
+  }
+  pseudo_described_.clear();
+  OFFWAKE_TRY(describe_targets());
+  OFFWAKE_TRY(writer_->finished_init());
+  stats_ = RecordStats{};
+  blocks_.emplace(*writer_, source_->stacks(), ids_, &*kallsyms_, stats_,
+                  [this](const std::vector<perfdata::SampleRecord>& s) { return describe(s); });
+  return ok_status();
+}
+
+// The current file ends (its counts in stats_ are final but for the writer's): the lost
+// blocks and the counts go in, and it gets its name (with --switch-output, the -o name with
+// perf's timestamp; the oldest beyond --switch-max-files are removed).
+Status Recorder::close_file(uint64_t time) {
+  stats_.duration_ns = time - window_start_;
+  OFFWAKE_TRY(blocks_->finish(time));
+  blocks_.reset();
+  const std::string path = switching() ? files_->next_name(opt_.output) : opt_.output;
+  OFFWAKE_TRY(writer_->close_as(path));
   stats_.bytes = writer_->stats().bytes;
-  stats_.output = pipe ? "(pipe)" : opt_.output;
+  stats_.output = opt_.output == "-" ? "(pipe)" : path;
+  writer_.reset();
+  if (!switching()) return ok_status();
+  OFFWAKE_TRY(files_->written(path));
+  add_written_counts(total_, stats_);
+  copy_source_counts(total_, at_start_);  // the whole recording's, so far
+  total_.output = std::to_string(files_->count()) + " files, the last " + path;
+  if (!opt_.quiet) {
+    const offwake_counters& c = stats_.counters;
+    const bool timeline = stats_.timeline_events != 0;
+    fprintf(stderr, "[ perf offwake record: dump data: %llu blocks, %.3f s blocked, %llu %s, %llu blocks lost ]\n",
+            static_cast<unsigned long long>(c.blocks), stats_.blocked_ns / 1e9,
+            static_cast<unsigned long long>(timeline ? stats_.timeline_events : stats_.keys),
+            timeline ? "timeline events" : "distinct stacks", static_cast<unsigned long long>(stats_.lost_blocks()));
+    fprintf(stderr, "[ perf offwake record: Dump %s ]\n", path.c_str());
+  }
   return ok_status();
 }
 
@@ -434,30 +626,33 @@ Status Recorder::describe(const std::vector<perfdata::SampleRecord>& samples) {
   return ok_status();
 }
 
-Status Recorder::write_aggregates() {
-  OFFWAKE_TRY(source_->fill_stats(stats_));
-  stats_.tracking_undecodable = tracking_->undecodable();
-  const uint64_t time = monotonic_ns();
+// The last window's aggregates, stamped `time` when they have no time of their own; close_file()
+// then ends the file.
+Status Recorder::write_aggregates(uint64_t time) {
+  RecordStats now;
+  OFFWAKE_TRY(source_->fill_stats(now));
+  now.tracking_undecodable = tracking_->undecodable();
+  window_source_counts(stats_, now, at_start_);
+  at_start_ = now;
   // A batch at a time: a recording of 100,000 keys need not hold them all.
-  OFFWAKE_TRY(source_->visit_aggregates([&](std::span<const Aggregate> batch) -> Status {
+  return source_->visit_aggregates([&](std::span<const Aggregate> batch) -> Status {
     for (const auto& a : batch) OFFWAKE_TRY(blocks_->write(a, time));
     return ok_status();
-  }));
-  return blocks_->finish(time);
+  });
 }
 
 }  // namespace
 
 Result<RecordOutcome> record_offwake(const RecordOptions& o, const std::vector<std::string>& command,
                                      const std::vector<std::string>& argv, const volatile sig_atomic_t& stop,
-                                     int& exec_errno) {
+                                     int& exec_errno, volatile sig_atomic_t* switch_now) {
   exec_errno = 0;
   if (std::string usage = record_usage_error(o); !usage.empty()) return Error(usage, EINVAL);
-  Recorder rec(o, stop);
+  Recorder rec(o, stop, switch_now);
   Status s = rec.run(command, argv);
   exec_errno = rec.exec_errno();
   if (!s) return s.error();
-  return RecordOutcome{rec.stats(), rec.workload_status(), rec.workload_signal()};
+  return RecordOutcome{rec.stats(), rec.files(), rec.workload_status(), rec.workload_signal()};
 }
 
 }  // namespace offwake

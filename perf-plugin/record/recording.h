@@ -49,6 +49,11 @@ struct RecordOptions {
   // --call-graph: fp (the kernel's frame-pointer walk, or BPF's) or dwarf[,SIZE] (the
   // tracepoint back end copies SIZE bytes of user stack per event, unwound in user space).
   std::string call_graph = "fp";
+  // --switch-output[=signal|TIME|SIZE]: a file per window, named output.<timestamp> as perf
+  // names them (record/switch_output.h); --switch-max-files: keep the newest N. Empty: one
+  // file.
+  std::string switch_output;
+  std::string switch_max_files;
   std::set<std::string> given;  // the options on the command line, as "--name"
 };
 
@@ -60,15 +65,17 @@ std::string record_usage_error(const RecordOptions& o);
 std::string bpf_only_option(const RecordOptions& o);
 
 struct RecordOutcome {
-  RecordStats stats;
+  RecordStats stats;  // with --switch-output, every window's summed
+  uint64_t files = 0;  // --switch-output: files written (some may have been rotated away)
   int workload_status = 0, workload_signal = 0;
 };
 
 // Records until `stop` is set (by a signal), --duration has passed or the command (if any)
 // has exited, and writes o.output. `argv` is the command line stored in the file. A command
-// that could not be run sets `exec_errno` (else it stays 0).
+// that could not be run sets `exec_errno` (else it stays 0). With --switch-output=signal, a
+// set `switch_now` (SIGUSR2) ends a window; the recorder clears it.
 Result<RecordOutcome> record_offwake(const RecordOptions& o, const std::vector<std::string>& command,
                                      const std::vector<std::string>& argv, const volatile sig_atomic_t& stop,
-                                     int& exec_errno);
+                                     int& exec_errno, volatile sig_atomic_t* switch_now = nullptr);
 
 }  // namespace offwake

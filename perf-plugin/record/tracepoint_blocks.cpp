@@ -123,6 +123,11 @@ class TracepointBlocks : public BlockSource {
     return hand_over(timeline);
   }
 
+  Status switch_window(const AggregateBatchFn& fn, RecordStats& at_switch) override {
+    OFFWAKE_TRY(fill_stats(at_switch));
+    const std::vector<Aggregate> window = pairer_->take_aggregates();
+    return window.empty() ? ok_status() : fn(window);
+  }
   Status visit_aggregates(const AggregateBatchFn& fn) const override { return fn(pairer_->aggregates()); }
   const StackTraceSource& stacks() const override { return *pairer_; }
 

@@ -254,6 +254,46 @@ class ProfileBuilder : public SampleVisitor {
 
 }  // namespace
 
+namespace {
+
+auto identity(const Stack& s) {
+  return std::tie(s.kind, s.thread, s.frames, s.state, s.waker, s.waker_frames, s.waker_context, s.chain, s.chain_end);
+}
+
+}  // namespace
+
+void merge_profile(Profile& into, Profile from) {
+  for (Stack& s : from.stacks) into.stacks.push_back(std::move(s));
+  std::sort(into.stacks.begin(), into.stacks.end(), [](const Stack& a, const Stack& b) { return identity(a) < identity(b); });
+  std::vector<Stack> summed;
+  summed.reserve(into.stacks.size());
+  for (Stack& s : into.stacks) {
+    if (!summed.empty() && identity(summed.back()) == identity(s)) {
+      Stack& t = summed.back();
+      t.ns += s.ns;
+      t.count += s.count;
+      t.max_ns = std::max(t.max_ns, s.max_ns);
+    } else {
+      summed.push_back(std::move(s));
+    }
+  }
+  into.stacks = std::move(summed);
+  for (const auto& [key, value] : from.counters) {
+    auto it = std::find_if(into.counters.begin(), into.counters.end(), [&](const auto& kv) { return kv.first == key; });
+    if (it == into.counters.end()) into.counters.emplace_back(key, value);
+    else it->second += value;
+  }
+  if (into.on_cpu_event.empty()) into.on_cpu_event = from.on_cpu_event;
+  into.off_cpu_ns += from.off_cpu_ns;
+  into.on_cpu_ns += from.on_cpu_ns;
+  into.blocks += from.blocks;
+  into.on_cpu_samples += from.on_cpu_samples;
+  into.samples_read += from.samples_read;
+  into.unpaired += from.unpaired;
+  into.chains_cut_short += from.chains_cut_short;
+  into.stray_hop_samples += from.stray_hop_samples;
+}
+
 Result<Profile> load_profile(const std::string& input, const Filters& filters, const Progress& progress) {
   if (filters.kernel_only && filters.user_only)
     return Error::usage("--kernel-only and --user-only exclude each other", EINVAL);

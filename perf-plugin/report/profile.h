@@ -103,4 +103,9 @@ using Progress = std::function<void(uint64_t done, uint64_t total)>;
 // Reads `input` ("-" for standard input) into a Profile.
 Result<Profile> load_profile(const std::string& input, const Filters& filters, const Progress& progress = {});
 
+// Several recordings as one (perf offwake record --switch-output writes a file per window):
+// `from`'s stacks added to `into`'s, equal stacks summed, and the totals and the counters
+// (key by key) summed. The host and command line stay `into`'s.
+void merge_profile(Profile& into, Profile from);
+
 }  // namespace offwake::report

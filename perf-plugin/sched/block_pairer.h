@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "blocks/aggregate.h"
@@ -71,6 +72,11 @@ class BlockPairer : public StackTraceSource {
   void finish(uint64_t stop);
 
   const std::vector<Aggregate>& aggregates() const { return aggregates_; }
+  // --switch-output: the aggregates so far, handed over; the pairer starts again from none.
+  std::vector<Aggregate> take_aggregates() {
+    index_.clear();
+    return std::exchange(aggregates_, {});
+  }
   const offwake_counters& counters() const { return counters_; }
 
   // StackTraceSource: the frames of a stack id in the keys.

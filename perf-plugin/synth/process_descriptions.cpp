@@ -1,5 +1,7 @@
 #include "synth/process_descriptions.h"
 
+#include <algorithm>
+
 namespace offwake {
 
 namespace {
@@ -24,9 +26,13 @@ size_t record_bytes(const perfdata::Record& r) {
 }  // namespace
 
 Result<ProcessDescriptions> ProcessDescriptions::take(BuildIdCache& build_ids, bool hold, const RecordCallback& emit,
-                                                      size_t hold_limit) {
+                                                      size_t hold_limit, bool retain) {
   ProcessDescriptions d(true, hold_limit);
-  OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) { return d.hold(process_of(r), r, emit); }));
+  d.retaining_ = retain;
+  OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) {
+    d.retain(process_of(r), r);
+    return d.hold(process_of(r), r, emit);
+  }));
   if (!hold) OFFWAKE_TRY(d.release_all(emit));
   return d;
 }
@@ -37,6 +43,7 @@ Status ProcessDescriptions::tracking(const perfdata::Record& r, const std::funct
   const auto* t = std::get_if<perfdata::TaskRecord>(&r);
   // A new process, not a new thread (whose pid is its process's).
   if (t && !t->exit && t->pid == t->tid && t->pid != t->ppid) forked_from_[t->pid] = t->ppid;
+  retain(pid, r);
   if (!holding_ || pid == 0 || described_.count(pid)) return emit(r);
   if (is_target(pid)) {
     // Its records from the start first (a -p process's), then this one.
@@ -55,6 +62,49 @@ Status ProcessDescriptions::hold(uint32_t pid, const perfdata::Record& r, const 
     return release_all(emit);
   }
   return ok_status();
+}
+
+void ProcessDescriptions::retain(uint32_t pid, const perfdata::Record& r) {
+  if (!retaining_ || pid == 0) return;
+  retained_bytes_ += record_bytes(r);
+  // Past the limit, a window's processes are no longer carried into the next: the samples of
+  // processes that exit then may lack their names in the next file (perf shows their pids).
+  if (retained_bytes_ > hold_limit_) {
+    retaining_ = false;
+    std::unordered_map<uint32_t, std::vector<perfdata::Record>>().swap(retained_);
+    return;
+  }
+  retained_[pid].push_back(r);
+}
+
+namespace {
+
+bool has_maps(const std::vector<perfdata::Record>& records) {
+  return std::any_of(records.begin(), records.end(),
+                     [](const perfdata::Record& r) { return std::holds_alternative<perfdata::Mmap2Record>(r); });
+}
+
+}  // namespace
+
+Result<size_t> ProcessDescriptions::carry_gone(const ProcessDescriptions& previous, const RecordCallback& emit) {
+  size_t carried = 0;
+  for (const auto& [pid, records] : previous.retained_) {
+    // Alive at this window's start: /proc said. But a process exiting as /proc was read may
+    // have left its threads' names without its maps (its memory already gone): then what the
+    // last window knew of it is carried too.
+    if (auto now = retained_.find(pid); now != retained_.end() && (has_maps(now->second) || !has_maps(records)))
+      continue;
+    ++carried;
+    for (const auto& r : records) {
+      if (holding_) {
+        held_[pid].push_back(r);
+        held_bytes_ += record_bytes(r);
+      } else {
+        OFFWAKE_TRY(emit(r));
+      }
+    }
+  }
+  return carried;
 }
 
 Status ProcessDescriptions::release_all(const RecordCallback& emit) {

@@ -35,8 +35,19 @@ class ProcessDescriptions {
 
   // Every process in /proc now. `hold`: whether processes wait until a sample names them (a
   // recording about some processes), or are all written at once (system-wide).
+  // `retain` (--switch-output): every record of the window is also kept, for carry_gone().
   static Result<ProcessDescriptions> take(BuildIdCache& build_ids, bool hold, const RecordCallback& emit,
-                                          size_t hold_limit = kDefaultHoldLimit);
+                                          size_t hold_limit = kDefaultHoldLimit, bool retain = false);
+
+  // --switch-output, right after take(): the records that `previous` (the last window's
+  // descriptions, retained) has of processes missing from this window's /proc (or found there
+  // without their maps, exiting as it was read): they exited
+  // during the last window or around the switch, and a sample of this window may still name
+  // them (a waker that exited before the thread it woke ran, a thread that ended its block
+  // and exited before /proc was read). Held like the rest (or written now, not holding), but
+  // not retained: a process is carried into one window, no further, so that memory follows
+  // the processes alive. Returns how many processes were carried.
+  Result<size_t> carry_gone(const ProcessDescriptions& previous, const RecordCallback& emit);
 
   // A record the kernel reported while recording (COMM, MMAP2, FORK, EXIT; anything else goes
   // through): written now if its process is described or is_target(pid) (one the recording
@@ -54,6 +65,7 @@ class ProcessDescriptions {
 
  private:
   Status hold(uint32_t pid, const perfdata::Record& r, const RecordCallback& emit);
+  void retain(uint32_t pid, const perfdata::Record& r);
   Status release_all(const RecordCallback& emit);
 
   bool holding_ = true;
@@ -63,6 +75,11 @@ class ProcessDescriptions {
   std::map<uint32_t, std::vector<perfdata::Record>> held_;
   std::unordered_set<uint32_t> described_;
   std::unordered_map<uint32_t, uint32_t> forked_from_;  // child pid -> parent pid
+  // --switch-output: this window's records by process (what /proc said, what the kernel
+  // reported), up to hold_limit_ bytes.
+  bool retaining_ = false;
+  size_t retained_bytes_ = 0;
+  std::unordered_map<uint32_t, std::vector<perfdata::Record>> retained_;
 };
 
 }  // namespace offwake

@@ -75,6 +75,9 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "--eager=1 -- true", "option `eager' takes no value"},
       {o + "--no-output -- true", "option `no-output' isn't available"},
       {o + "-G", "switch `G' requires a value"},
+      {o + "--switch-output=10x -- true", "--switch-output takes signal, a time (10s, 5m, 1h, 1d) or a size"},
+      {o + "--switch-max-files=3 -- true", "--switch-max-files goes with --switch-output"},
+      {o + "--switch-output --switch-max-files=0 -- true", "--switch-max-files takes a number of files from 1"},
   }, dir);
 }
 

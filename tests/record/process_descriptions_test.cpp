@@ -129,5 +129,53 @@ TEST(ProcessDescriptions, TheStartSnapshotHoldsThisProcessOrWritesAll) {
   EXPECT_EQ(every->held(), 0u);
 }
 
+perfdata::Mmap2Record map_of(uint32_t pid, const std::string& path) {
+  perfdata::Mmap2Record m;
+  m.pid = m.tid = pid;
+  m.start = 0x400000;
+  m.len = 0x1000;
+  m.filename = path;
+  m.sample_id.pid = m.sample_id.tid = pid;
+  return m;
+}
+
+// --switch-output: a window's descriptions take from the last window's the processes that are
+// gone (no longer in /proc), for one window only; live ones are described from /proc again.
+TEST(ProcessDescriptions, SwitchOutputCarriesTheGoneIntoOneWindow) {
+  constexpr uint32_t kGone = 4'000'001;  // above PID_MAX_LIMIT: never in /proc
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  BuildIdCache ids;
+  Written first_file, second_file, third_file;
+  auto first = ProcessDescriptions::take(ids, true, first_file.emit(), ProcessDescriptions::kDefaultHoldLimit, true);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first->tracking(comm(kGone, "short-lived", 5), none_targeted, first_file.emit()).ok());
+  ASSERT_TRUE(first->tracking(map_of(kGone, "/bin/short-lived"), none_targeted, first_file.emit()).ok());
+
+  auto second = ProcessDescriptions::take(ids, true, second_file.emit(), ProcessDescriptions::kDefaultHoldLimit, true);
+  ASSERT_TRUE(second.ok());
+  auto carried = second->carry_gone(*first, second_file.emit());
+  ASSERT_TRUE(carried.ok());
+  EXPECT_GE(*carried, 1u);  // kGone (and any process of the machine that exited meanwhile)
+  EXPECT_TRUE(second_file.records.empty()) << "held until a sample names them";
+  ASSERT_TRUE(second->describe(kGone, second_file.emit()).ok());
+  ASSERT_EQ(second_file.records.size(), 2u);
+  EXPECT_EQ(std::get<perfdata::CommRecord>(second_file.records[0]).comm, "short-lived");
+  EXPECT_EQ(std::get<perfdata::Mmap2Record>(second_file.records[1]).filename, "/bin/short-lived");
+  // This process is alive: described by the second window's own /proc read, not carried.
+  second_file.records.clear();
+  ASSERT_TRUE(second->describe(self, second_file.emit()).ok());
+  ASSERT_FALSE(second_file.records.empty());
+  size_t comms = 0;
+  for (const auto& r : second_file.records) comms += std::holds_alternative<perfdata::CommRecord>(r);
+  EXPECT_GE(comms, 1u);
+
+  // A window further on, the gone process is no longer carried: memory follows the living.
+  auto third = ProcessDescriptions::take(ids, true, third_file.emit(), ProcessDescriptions::kDefaultHoldLimit, true);
+  ASSERT_TRUE(third.ok());
+  ASSERT_TRUE(third->carry_gone(*second, third_file.emit()).ok());
+  ASSERT_TRUE(third->describe(kGone, third_file.emit()).ok());
+  EXPECT_TRUE(third_file.records.empty());
+}
+
 }  // namespace
 }  // namespace offwake

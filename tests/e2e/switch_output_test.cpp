@@ -1,0 +1,193 @@
+// End to end, as root: perf offwake record --switch-output, a file per window. Each file is read
+// alone by Debian's perf (its threads named, its symbols resolved), and the windows' blocks
+// add up to what the workload measured: no block counted twice at a switch, none lost.
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/blocked_samples.h"
+#include "support/paths.h"
+#include "support/perf_script.h"
+#include "support/run.h"
+#include "support/truth.h"
+#include "support/usage_error.h"
+
+namespace offwake::test {
+namespace {
+
+// The files of a recording with --switch-output: DIR/perf.data.<16 digits> (perf's timestamp,
+// YYYYmmddHHMMSS and hundredths), in name order, which is time order.
+std::vector<std::string> window_files(const TempDir& dir) {
+  static const std::regex kName(R"(perf\.data\.[0-9]{16})");
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    if (std::regex_match(e.path().filename().string(), kName)) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The "Dump FILE" lines of the recorder's stderr, in order.
+std::vector<std::string> dumped(const std::string& err) {
+  std::vector<std::string> out;
+  static const std::regex kDump(R"(\[ perf offwake record: Dump (\S+) \])");
+  for (std::sregex_iterator it(err.begin(), err.end(), kDump), end; it != end; ++it) out.push_back((*it)[1]);
+  return out;
+}
+
+// Every window's samples of the truth's blocks, summed: each file read alone by Debian's perf
+// script, which must name the waker's thread and resolve its function from that file only.
+struct Windows {
+  std::vector<std::vector<ScriptSample>> samples;  // per file (Blocked points into these)
+  Blocked sum;
+  size_t files_with_blocks = 0;
+};
+
+Windows read_windows(const std::vector<std::string>& files, const Truth& t, const std::string& record_err) {
+  Windows w;
+  w.samples.reserve(files.size());
+  w.sum.truth = t;
+  w.sum.counted = true;
+  for (const auto& f : files) {
+    struct stat st {};
+    EXPECT_EQ(stat(f.c_str(), &st), 0) << f;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
+    auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + f);
+    EXPECT_EQ(script.status, 0) << f << ": " << script.err;
+    EXPECT_EQ(script.err, "") << f;
+    w.samples.push_back(parse_perf_script(script.out));
+    add_block_counts(w.samples.back(), f);
+    Blocked b = blocked_in(w.samples.back(), t, blocks_without_waker(record_err));
+    if (b.count) ++w.files_with_blocks;
+    w.sum.ns += b.ns;
+    w.sum.count += b.count;
+    w.sum.counted &= b.counted;
+    w.sum.unseen += b.unseen;
+    w.sum.unseen_ns += b.unseen_ns;
+    for (const ScriptSample* s : b.wakers) {
+      // Named and symbolized by this file alone.
+      EXPECT_EQ(s->comm, "wl_pipe") << f;
+      EXPECT_TRUE(s->has_frame(t.waker_function)) << f << ": waker stack lacks " << t.waker_function;
+    }
+    for (const ScriptSample* s : b.blocked) EXPECT_EQ(s->comm, "wl_pipe") << f;
+
+    auto report = run("perf report --stdio --no-children --sort comm,sym -g none -i " + f);
+    EXPECT_EQ(report.status, 0) << f << ": " << report.err;
+    if (b.count) {
+      EXPECT_NE(report.out.find("of event 'offwake-time'"), std::string::npos) << f << "\n" << report.out;
+      EXPECT_NE(report.out.find("wl_pipe"), std::string::npos) << f << "\n" << report.out;
+    }
+  }
+  expect_misses_within_truth(w.sum.unseen, w.sum.unseen_ns, t, "without a waker");
+  return w;
+}
+
+// `perf offwake record -o DIR/perf.data ARGS`, expecting a file per window.
+RunResult record_windows(const TempDir& dir, const std::string& args) {
+  return run(kOffwake + " record -o " + dir.file("perf.data") + " " + args);
+}
+
+// The acceptance case: --switch-output=1s of a 3-second workload.
+TEST(SwitchOutput, TimedWindowsAddUpToTheTruth) {
+  TempDir dir;
+  auto rec = record_windows(dir, "--switch-output=1s -- " + kWorkloads + "wl_pipe -n 150 -m 20");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto truth = parse_truth(rec.out);
+  ASSERT_EQ(truth.size(), 1u) << rec.out;
+  const auto files = window_files(dir);
+  ASSERT_GE(files.size(), 2u) << rec.err;
+  EXPECT_EQ(dumped(rec.err), files) << rec.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("perf.data"))) << "the -o name itself is never written";
+  Windows w = read_windows(files, truth[0], rec.err);
+  EXPECT_GE(w.files_with_blocks, 2u) << "the workload's blocks are spread over the windows";
+  expect_truth_blocks(w.sum, "all windows");
+
+  // perf offwake report reads the windows together, and sums them.
+  std::string inputs;
+  for (const auto& f : files) inputs += " -i " + f;
+  auto folded = run(kOffwake + " report --folded" + inputs);
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  uint64_t ns = 0;
+  std::istringstream lines(folded.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("wl_wait_for_message") == std::string::npos || line.rfind("wl_pipe;", 0) != 0) continue;
+    ns += std::stoull(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_EQ(ns, w.sum.ns) << "report's sum of the windows against perf script's";
+  auto table = run(kOffwake + " report --stdio" + inputs);
+  EXPECT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("wl_wait_for_message"), std::string::npos);
+}
+
+// --switch-output alone is --switch-output=signal: SIGUSR2 ends a window.
+TEST(SwitchOutput, Sigusr2EndsAWindow) {
+  TempDir dir;
+  auto rec = run("cd " + dir.path() + " && { " + kOffwake + " record -o perf.data --switch-output -- " + kWorkloads +
+                 "wl_pipe -n 100 -m 20 & pid=$!; sleep 1; kill -USR2 $pid; wait $pid; }");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto truth = parse_truth(rec.out);
+  ASSERT_EQ(truth.size(), 1u) << rec.out;
+  const auto files = window_files(dir);
+  ASSERT_EQ(files.size(), 2u) << rec.err;  // the signal's, then the end's
+  Windows w = read_windows(files, truth[0], rec.err);
+  EXPECT_EQ(w.files_with_blocks, 2u);
+  expect_truth_blocks(w.sum, "both windows");
+}
+
+// --switch-max-files=2: the newest two files are kept, the older ones removed.
+TEST(SwitchOutput, MaxFilesKeepsTheNewest) {
+  TempDir dir;
+  auto rec = record_windows(dir, "--switch-output=1s --switch-max-files=2 -- " + kWorkloads + "wl_pipe -n 175 -m 20");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const auto all = dumped(rec.err);
+  ASSERT_GE(all.size(), 3u) << rec.err;
+  EXPECT_EQ(window_files(dir), std::vector<std::string>(all.end() - 2, all.end()));
+  for (const auto& f : window_files(dir)) {
+    auto script = run("perf script -i " + f + " > /dev/null");
+    EXPECT_EQ(script.status, 0) << f << ": " << script.err;
+  }
+}
+
+// Blocks written as they end (--timeline) and the tracepoint back end (paired in user space)
+// switch too, each block in one window.
+TEST(SwitchOutput, TimelineAndTracepointBackEnd) {
+  for (const std::string mode : {"--timeline", "--backend tracepoint"}) {
+    SCOPED_TRACE(mode);
+    TempDir dir;
+    auto rec = record_windows(dir, mode + " --switch-output=1s -- " + kWorkloads + "wl_pipe -n 150 -m 20");
+    ASSERT_EQ(rec.status, 0) << rec.err;
+    auto truth = parse_truth(rec.out);
+    ASSERT_EQ(truth.size(), 1u) << rec.out;
+    const auto files = window_files(dir);
+    ASSERT_GE(files.size(), 2u) << rec.err;
+    Windows w = read_windows(files, truth[0], rec.err);
+    EXPECT_GE(w.files_with_blocks, 2u);
+    expect_truth_blocks(w.sum, mode);
+  }
+}
+
+// Bad values: one line that names the option, and a non-zero status, before anything runs.
+TEST(SwitchOutput, BadValuesAreOneLine) {
+  TempDir dir;
+  const std::string out = " -o " + dir.file("perf.data") + " ";
+  for (const std::string bad : {"--switch-output=10x", "--switch-output=0s", "--switch-output=", "--switch-output=s",
+                                "--switch-output=-5s", "--switch-output=5000000000000G",
+                                "--switch-output --switch-max-files=0", "--switch-output --switch-max-files=many",
+                                "--switch-max-files=3", "--switch-output=1s -o -"}) {
+    SCOPED_TRACE(bad);
+    auto r = run(kOffwake + " record" + out + bad + " -- true");
+    EXPECT_EQ(r.status, 129) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("switch-"), std::string::npos) << r.err;
+    EXPECT_TRUE(window_files(dir).empty());
+  }
+}
+
+}  // namespace
+}  // namespace offwake::test
