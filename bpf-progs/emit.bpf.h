@@ -6,22 +6,34 @@
 
 #include "filters.bpf.h"
 
+/* Whether a kept block of this length weighs the period rather than its length (--sample-period). */
+static __always_inline int weighs_period(__u64 delta)
+{
+	return sampling() && delta < cfg.sample_period_ns;
+}
+
 static __always_inline void aggregate(struct offwake_key *key, __u64 delta, __u64 stamp,
 				      struct offwake_counters *c)
 {
 	/* Inserted as zeros and added to below, so that two CPUs racing to create the bucket
 	 * both count. */
 	struct offwake_value zero = {}, *v = map_lookup_or_insert(&aggregates, key, &zero);
+	__u64 weight = sampling() ? offwake_block_weight(delta, cfg.sample_period_ns) : delta;
 
 	if (!v) {
 		if (c) {
 			c->agg_map_full++;
-			c->agg_map_full_ns += delta;
+			c->agg_map_full_ns += weight;
 		}
 		return;
 	}
-	__sync_fetch_and_add(&v->total_ns, delta);
+	__sync_fetch_and_add(&v->total_ns, weight);
 	__sync_fetch_and_add(&v->count, 1);
+	if (weighs_period(delta)) {
+		__sync_fetch_and_add(&v->sampled, 1);
+		__sync_fetch_and_add(&v->sampled_ns, delta);
+		COUNT(c, sample_weighted);
+	}
 	if (delta > v->max_ns)
 		v->max_ns = delta;
 	if (stamp > v->last_ns)
@@ -43,7 +55,8 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 	if (!e) {
 		if (c) {
 			c->ringbuf_drops++;
-			c->ringbuf_drops_ns += end - start;
+			c->ringbuf_drops_ns += sampling() ? offwake_block_weight(end - start, cfg.sample_period_ns)
+							  : end - start;
 		}
 		return;
 	}
@@ -55,7 +68,11 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 	e->end_ns = end;
 	e->stamp_ns = stamp;
 	e->cpu = cpu;
-	e->reserved = 0;
+	e->flags = 0;
+	if (weighs_period(end - start)) {
+		e->flags = OFFWAKE_EVENT_SAMPLED;
+		COUNT(c, sample_weighted);
+	}
 	/* Default wakeup policy: the reader is woken only when it has caught up. */
 	bpf_ringbuf_submit(e, 0);
 	COUNT(c, blocks);

@@ -167,6 +167,7 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string input = "perf.data", svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids;
   bool stdio = false, folded = false, wallclock = false;
   report::Filters filters;
+  report::StdioOptions so;
   std::vector<Option> table = {
       string_option('i', "input", "file", &input, "input file name ('-' for standard input); default perf.data"),
       flag_option(0, "stdio", &stdio, "the table of blocked stacks and their wakers (the default)"),
@@ -182,6 +183,7 @@ int cmd_report(const std::vector<std::string>& args) {
       flag_option(0, "user-only", &filters.user_only, "user frames only"),
       flag_option(0, "no-waker", &filters.no_waker, "blocked stacks only, without their wakers"),
       string_option(0, "sort", "key", &sort, "table order: time (default), count, avg, max"),
+      flag_option(0, "per-thread", &so.per_thread, "the table: a row per blocked thread, its stacks summed"),
       flag_option(0, "wallclock", &wallclock, "on-CPU and off-CPU time per stack in one view (--on-cpu recordings)"),
   };
   const std::vector<std::string> usage = {"perf offwake report [<options>]"};
@@ -189,7 +191,6 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
   if (filters.kernel_only && filters.user_only) return usage_error("--kernel-only and --user-only exclude each other");
   if (unit != "ns" && unit != "us") return usage_error("--unit must be ns or us, not '" + unit + "'");
-  report::StdioOptions so;
   so.input = input;
   if (sort == "time") so.sort = report::SortKey::kTime;
   else if (sort == "count") so.sort = report::SortKey::kCount;
