@@ -33,6 +33,35 @@ OFFWAKE_RULE int offwake_duration_kept(__u64 delta_ns, __u64 min_ns, __u64 max_n
 	return delta_ns >= min_ns && !(max_ns && delta_ns > max_ns);
 }
 
+/* Time-weighted sampling (--sample-period P, `period_ns`; 0: off). A block of length d is kept
+ * with probability min(1, d/P) and, when kept, weighs max(d, P) nanoseconds: the expected
+ * recorded time of every stack is its true blocked time, and blocks of P or longer are all
+ * kept, at their length. The draw is made when the block starts: a threshold u, uniform in
+ * [0, P) (`random`: 64 random bits), and the block is kept once its length reaches u. So the
+ * decision only ever turns from "not yet" to "kept" as the block goes on, and each stack is
+ * taken as soon as the block is known to be kept, as with --min-block, which u joins here:
+ * a block is kept once it is at least this long. */
+OFFWAKE_RULE __u64 offwake_keep_threshold(__u64 min_ns, __u64 period_ns, __u64 random)
+{
+	__u64 u = period_ns ? random % period_ns : 0;
+
+	return u > min_ns ? u : min_ns;
+}
+
+/* The nanoseconds a kept block of `delta_ns` adds to its stack's time (offwake_keep_threshold):
+ * its length, or the period when it is shorter (it stands for the blocks not kept). */
+OFFWAKE_RULE __u64 offwake_block_weight(__u64 delta_ns, __u64 period_ns)
+{
+	return delta_ns < period_ns ? period_ns : delta_ns;
+}
+
+/* Whether stacks are taken lazily: only once a block is known to be kept (a duration filter,
+ * or sampling, drops blocks), not when it starts. `eager` (--eager) takes them at once. */
+OFFWAKE_RULE int offwake_lazy_capture(int eager, __u64 min_ns, __u64 max_ns, __u64 period_ns)
+{
+	return !eager && (min_ns || max_ns || period_ns);
+}
+
 /* Whether the recorded wakeup (`woken`: one is recorded, at `wake_ts`; `on_cpu`: it came while
  * the task was still on a CPU, on its way into the scheduler) ended the open block that
  * started at `block_ts`. `ran_since`: the task has been seen running with that block still

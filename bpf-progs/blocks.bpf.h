@@ -102,10 +102,11 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 		emit(key, start, e->at, stamp, bpf_get_smp_processor_id(), c);
 }
 
-/* Whether a block of this length so far is dropped by the duration filters; counted. */
+/* Whether a block of this length so far is dropped by the duration filters or its sampling
+ * draw; counted. */
 static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delta, struct offwake_counters *c)
 {
-	if (duration_kept(delta)) {
+	if (duration_kept(delta, b->keep_ns)) {
 		b->flags |= TB_LAST_KEPT;
 		return 0;
 	}
@@ -116,7 +117,10 @@ static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delt
 	b->flags &= ~TB_DEFER_USER;
 	if (!(b->flags & TB_WAKE_ON_CPU))
 		clear_waker(b); /* an on-CPU wakeup is the next block's */
-	COUNT(c, filtered);
+	if (sampling() && offwake_duration_kept(delta, cfg.min_block_ns, cfg.max_block_ns))
+		COUNT(c, sample_dropped);
+	else
+		COUNT(c, filtered);
 	return 1;
 }
 

@@ -6,18 +6,33 @@
 
 #include "filters.bpf.h"
 
+/* Whether a kept block of this length weighs the period rather than its length (--sample-period). */
+static __always_inline int weighs_period(__u64 delta)
+{
+	return sampling() && delta < cfg.sample_period_ns;
+}
+
+/* A kept block of `delta` into its bucket `v` (0: the map was full): its weight, the length
+ * or with --sample-period the period for a shorter block (block_rules.h). */
 static __always_inline void add_to(struct offwake_value *v, __u64 delta, __u64 stamp,
 				   struct offwake_counters *c)
 {
+	__u64 weight = sampling() ? offwake_block_weight(delta, cfg.sample_period_ns) : delta;
+
 	if (!v) {
 		if (c) {
 			c->agg_map_full++;
-			c->agg_map_full_ns += delta;
+			c->agg_map_full_ns += weight;
 		}
 		return;
 	}
-	__sync_fetch_and_add(&v->total_ns, delta);
+	__sync_fetch_and_add(&v->total_ns, weight);
 	__sync_fetch_and_add(&v->count, 1);
+	if (weighs_period(delta)) {
+		__sync_fetch_and_add(&v->sampled, 1);
+		__sync_fetch_and_add(&v->sampled_ns, delta);
+		COUNT(c, sample_weighted);
+	}
 	if (delta > v->max_ns)
 		v->max_ns = delta;
 	if (stamp > v->last_ns)
@@ -84,7 +99,8 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 	if (!e) {
 		if (c) {
 			c->ringbuf_drops++;
-			c->ringbuf_drops_ns += end - start;
+			c->ringbuf_drops_ns += sampling() ? offwake_block_weight(end - start, cfg.sample_period_ns)
+							  : end - start;
 		}
 		return;
 	}
@@ -96,7 +112,11 @@ static __always_inline void send_event(const struct offwake_key *key, __u64 star
 	e->end_ns = end;
 	e->stamp_ns = stamp;
 	e->cpu = cpu;
-	e->reserved = 0;
+	e->flags = 0;
+	if (weighs_period(end - start)) {
+		e->flags = OFFWAKE_EVENT_SAMPLED;
+		COUNT(c, sample_weighted);
+	}
 	/* Default wakeup policy: the reader is woken only when it has caught up. */
 	bpf_ringbuf_submit(e, 0);
 	COUNT(c, blocks);

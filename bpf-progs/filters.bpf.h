@@ -40,10 +40,16 @@ static __always_inline int state_wanted(__u32 state)
 	return offwake_state_wanted(state, cfg.state_mask);
 }
 
-/* Whether block durations are filtered, so that stacks are worth deferring. */
+/* Whether blocks are dropped (duration filters, sampling), so that stacks are worth deferring. */
 static __always_inline int lazy(void)
 {
-	return !cfg.eager && (cfg.min_block_ns || cfg.max_block_ns);
+	return offwake_lazy_capture(cfg.eager, cfg.min_block_ns, cfg.max_block_ns, cfg.sample_period_ns);
+}
+
+/* Whether blocks are sampled (--sample-period). */
+static __always_inline int sampling(void)
+{
+	return cfg.sample_period_ns != 0;
 }
 
 /* Wakeup chains (--chain-depth > 1). Constant after load: with depth 1 the verifier drops
@@ -53,9 +59,22 @@ static __always_inline int chains(void)
 	return cfg.chain_depth > 1;
 }
 
-static __always_inline int duration_kept(__u64 delta)
+/* The length at which a block starting now is kept: --min-block, or with sampling a threshold
+ * drawn now (block_rules.h). */
+static __always_inline __u64 draw_keep_threshold(void)
 {
-	return offwake_duration_kept(delta, cfg.min_block_ns, cfg.max_block_ns);
+	__u64 random;
+
+	if (!sampling())
+		return cfg.min_block_ns;
+	random = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32();
+	return offwake_keep_threshold(cfg.min_block_ns, cfg.sample_period_ns, random);
+}
+
+/* Whether a block of this length, with this threshold (draw_keep_threshold), is kept. */
+static __always_inline int duration_kept(__u64 delta, __u64 keep_ns)
+{
+	return offwake_duration_kept(delta, keep_ns, cfg.max_block_ns);
 }
 
 /* Who a task is: its start time tells a reused pid apart, its exec count an exec. */

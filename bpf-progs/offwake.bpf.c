@@ -86,6 +86,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	if (!(b->flags & TB_WAKE_ON_CPU))
 		clear_waker(b);
 	b->state = prev_state;
+	b->keep_ns = draw_keep_threshold();
 	if (cfg.sched_frames)
 		b->kern_stack_id = current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_SWITCH), c);
 	b->flags &= ~TB_DEFER_USER;
@@ -186,7 +187,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	struct offwake_counters *c;
 	struct task_struct *cur;
 	struct offwake_task_block *b;
-	__u64 now, so_far;
+	__u64 now, so_far, keep;
 	__u32 irq, on_cpu;
 	int early;
 
@@ -210,12 +211,16 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	}
 	now = bpf_ktime_get_ns();
 	so_far = on_cpu ? 0 : now - b->block_ts;
+	/* The length at which the block is kept. A wakeup on the way in comes before its block
+	 * has drawn its sampling threshold: taken as above zero then, as it nearly always is. */
+	keep = on_cpu ? cfg.min_block_ns + sampling() : b->keep_ns;
 	/* Lazily, a block already past --max-block is dropped whatever follows: nothing to record.
-	 * One shorter than --min-block so far is usually dropped too, but may yet reach it on the
-	 * run queue: it gets the waker's name and thread, which cost a few loads, not its stacks,
-	 * which cost microseconds (and the waker's context is gone by the time we know). */
-	early = lazy() && so_far < cfg.min_block_ns;
-	if (lazy() && !early && !duration_kept(so_far))
+	 * One shorter than --min-block (or its sampling threshold) so far is usually dropped too,
+	 * but may yet reach it on the run queue: it gets the waker's name and thread, which cost
+	 * a few loads, not its stacks, which cost microseconds (and the waker's context is gone
+	 * by the time we know). */
+	early = lazy() && so_far < keep;
+	if (lazy() && !early && !duration_kept(so_far, keep))
 		return 0;
 
 	irq = irq_context();

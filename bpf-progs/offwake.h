@@ -156,13 +156,18 @@ struct offwake_key {
 		     : OFFWAKE_KEY_BASE_SIZE)
 
 struct offwake_value {
-	__u64 total_ns; /* summed blocked time (switch-out to switch-in) */
-	__u64 count;    /* number of blocks */
+	__u64 total_ns; /* summed blocked time (switch-out to switch-in); with --sample-period,
+	                 * summed weights (offwake_block_weight), an estimate of it */
+	__u64 count;    /* number of blocks (kept) */
 	__u64 max_ns;   /* longest single block; best effort (not atomic against a racing CPU) */
 	__u64 last_ns;  /* a time (CLOCK_MONOTONIC) at which both threads of the key had the key's
 	                 * identity: the wakeup of its latest block, or that block's start when
 	                 * there was no waker. Samples are stamped with it, so that perf resolves
 	                 * comm and maps as they were then, not at the end of the recording. */
+	/* --sample-period: the kept blocks shorter than the period, which weigh the period, and
+	 * their true summed length. The estimate's variance follows from them (offwake_raw.h). */
+	__u64 sampled;
+	__u64 sampled_ns;
 };
 
 /* Timeline mode (offwake_config.timeline): one block, sent through the `events` ring buffer
@@ -177,10 +182,12 @@ struct offwake_event {
 	__u64 stamp_ns; /* the sample's time: the wakeup (both threads were who the key says
 	                 * then; the waker may be gone by the end), or the start if none */
 	__u32 cpu;      /* CPU on which the end was seen */
-	__u32 reserved;
+	__u32 flags;    /* OFFWAKE_EVENT_* */
 	/* Last: with --chain-depth 1 the event ends before key.chain (OFFWAKE_EVENT_BASE_SIZE). */
 	struct offwake_key key;
 };
+/* offwake_event.flags: the block is shorter than --sample-period and weighs the period. */
+#define OFFWAKE_EVENT_SAMPLED 0x1u
 #define OFFWAKE_EVENT_BASE_SIZE (__builtin_offsetof(struct offwake_event, key) + OFFWAKE_KEY_BASE_SIZE)
 
 /* Index into the [2] arrays of struct offwake_counters. */
@@ -270,6 +277,11 @@ struct offwake_counters {
 	__u64 user_unwind_searches; /* ... whose rule was searched in its mappings and rows: every
 	                             * other such frame (the cache missed, or was not used: walks
 	                             * outside the switch and waking programs) */
+	__u64 sample_dropped;       /* --sample-period: blocks that passed the duration filters but
+	                             * not their draw (shorter than their threshold): not recorded,
+	                             * their time is in the weight of the blocks kept */
+	__u64 sample_weighted;      /* ... blocks kept that were shorter than the period: they weigh
+	                             * the period (the others weigh their length) */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every
@@ -304,6 +316,7 @@ struct offwake_config {
 	__u32 reserved_cfg;
 	__u32 chain_depth;         /* hops of wakeup chain per block, 1 .. OFFWAKE_MAX_CHAIN_DEPTH
 	                            * (1: the waker only) */
+	__u64 sample_period_ns;    /* --sample-period: time-weighted sampling (block_rules.h); 0: off */
 	__u64 user_stack_limit;    /* a user frame lies within this many bytes above the stack
 	                            * pointer (the thread's stack size limit) */
 	/* Distance from this CPU's runqueue to its preempt_count, both static per-CPU
@@ -347,6 +360,8 @@ struct offwake_task_block {
 	__s64 waker_kern_stack_id;
 	__s64 waker_user_stack_id;
 	char waker_comm[OFFWAKE_COMM_LEN];
+	__u64 keep_ns;  /* the open block is kept once it is this long: --min-block, or its
+	                 * sampling threshold (offwake_keep_threshold), drawn when it started */
 	/* A finished, kept block waiting for its user stack (OFFWAKE_TB_PENDING). */
 	struct offwake_key pending;
 	__u64 pending_start;

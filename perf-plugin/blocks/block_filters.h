@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <set>
+#include <string>
 
 #include "offwake.h"
 
@@ -20,6 +21,13 @@ struct BlockFilters {
   uint32_t state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I;  // --state
   uint64_t min_block_ns = 0;         // --min-block
   uint64_t max_block_ns = 0;         // --max-block; 0: no limit
+  uint64_t sample_period_ns = 0;     // --sample-period: time-weighted sampling (block_rules.h); 0: off
 };
+
+// --min-block, --max-block and --sample-period as given (microseconds; 0: off): why they are
+// not valid, or "" if they are.
+std::string durations_error(double min_us, double max_us, double sample_period_us);
+// ... and into `f`, in nanoseconds (valid ones).
+void set_durations(BlockFilters& f, double min_us, double max_us, double sample_period_us);
 
 }  // namespace offwake

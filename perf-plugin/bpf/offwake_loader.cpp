@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "block_rules.h"
 #include "bpf/libbpf_log.h"
 #include "util/fd.h"
 
@@ -59,6 +60,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   offwake_config& cfg = s->rodata->cfg;
   cfg.min_block_ns = o.min_block_ns;
   cfg.max_block_ns = o.max_block_ns;
+  cfg.sample_period_ns = o.sample_period_ns;
   cfg.state_mask = o.state_mask;
   cfg.target_tid = o.tid;
   cfg.filter_tgids = !o.tgids.empty();
@@ -81,7 +83,9 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   s->rodata->switch_windows = o.switch_windows && !o.timeline;
 }
 
-bool lazy_capture(const LoaderOptions& o) { return !o.eager && (o.min_block_ns || o.max_block_ns); }
+bool lazy_capture(const LoaderOptions& o) {
+  return offwake_lazy_capture(o.eager, o.min_block_ns, o.max_block_ns, o.sample_period_ns);
+}
 
 bool use_task_work(const LoaderOptions& o) {
   return lazy_capture(o) && !o.kernel_user_walker && !o.sys_exit_user_stacks && kernel_has_task_work();

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "blocks/block_filters.h"
 #include "commands/command.h"
 #include "commands/options.h"
 #include "record/convert_recording.h"
@@ -22,6 +23,8 @@ int cmd_convert(const std::vector<std::string>& args) {
                     "waits kept: S sleep, D uninterruptible, I idle kernel threads (default SDI)"),
       double_option(0, "min-block", "usecs", &o.min_block_us, "ignore blocks shorter than this"),
       double_option(0, "max-block", "usecs", &o.max_block_us, "ignore blocks longer than this"),
+      double_option(0, "sample-period", "usecs", &o.sample_period_us,
+                    "sample blocks by time: keep a block of d with probability d/usecs, weighted usecs"),
       flag_option(0, "sched-frames", &o.sched_frames,
                   "keep the scheduler's own frames (schedule, __schedule, ...) in blocked kernel stacks"),
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
@@ -35,9 +38,8 @@ int cmd_convert(const std::vector<std::string>& args) {
   if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
   if (o.output.empty()) return usage_error("-o/--output is required (the offwake recording to write)");
   if (o.output != "-" && o.output == o.input) return usage_error("-o names the input file");
-  if (o.min_block_us < 0 || o.max_block_us < 0 || o.min_block_us > 1.8e13 || o.max_block_us > 1.8e13)
-    return usage_error("--min-block and --max-block take 0 to 1.8e13 microseconds");
-  if (o.max_block_us && o.max_block_us < o.min_block_us) return usage_error("--max-block is below --min-block");
+  if (std::string e = durations_error(o.min_block_us, o.max_block_us, o.sample_period_us); !e.empty())
+    return usage_error(e);
   if (auto m = parse_state_letters(o.state); !m) return usage_error(m.error().message());
   if (o.output != "-" && o.input != "-" && !path_exists(o.input)) {
     fprintf(stderr, "perf offwake convert: %s does not exist (record it with %s -a)\n", o.input.c_str(), kConvertRecipe);
@@ -67,6 +69,7 @@ int cmd_convert(const std::vector<std::string>& args) {
             st.bytes / 1048576.0, st.output.c_str(), static_cast<unsigned long long>(st.offwake_samples),
             static_cast<unsigned long long>(st.perf_lost), static_cast<unsigned long long>(st.counters.missed_wakeups),
             static_cast<unsigned long long>(st.callchains_cut));
+    print_sampling_summary(stderr, "convert", st);
     print_user_unwind_summary(stderr, "convert", st.user_unwind);
   }
   return kExitOk;

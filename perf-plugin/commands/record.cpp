@@ -53,6 +53,9 @@ int cmd_record(const std::vector<std::string>& args) {
                     "waits recorded: S sleep, D uninterruptible, I idle kernel threads (default SDI)"),
       double_option(0, "min-block", "usecs", &o.min_block_us, "ignore blocks shorter than this"),
       double_option(0, "max-block", "usecs", &o.max_block_us, "ignore blocks longer than this"),
+      double_option(0, "sample-period", "usecs", &o.sample_period_us,
+                    "sample blocks by time: keep a block of d with probability d/usecs, weighted usecs "
+                    "(longer ones all, exactly); times become unbiased estimates"),
       string_option('G', "cgroup", "path", &o.cgroup, "only tasks in this cgroup v2 directory (and below)"),
       double_option(0, "duration", "secs", &o.duration, "stop after this many seconds"),
       uint_option(0, "stack-storage-size", "n", &o.stack_entries, "entries of the BPF stack map (default 16384)"),

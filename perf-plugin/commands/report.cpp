@@ -169,6 +169,7 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids;
   bool stdio = false, folded = false, wallclock = false;
   report::Filters filters;
+  report::StdioOptions so;
   std::vector<Option> table = {
       callback_option('i', "input", "file",
                       [&](const std::string& v) {
@@ -190,6 +191,7 @@ int cmd_report(const std::vector<std::string>& args) {
       flag_option(0, "user-only", &filters.user_only, "user frames only"),
       flag_option(0, "no-waker", &filters.no_waker, "blocked stacks only, without their wakers"),
       string_option(0, "sort", "key", &sort, "table order: time (default), count, avg, max"),
+      flag_option(0, "per-thread", &so.per_thread, "the table: a row per blocked thread, its stacks summed"),
       flag_option(0, "wallclock", &wallclock, "on-CPU and off-CPU time per stack in one view (--on-cpu recordings)"),
   };
   const std::vector<std::string> usage = {"perf offwake report [<options>]"};
@@ -203,7 +205,6 @@ int cmd_report(const std::vector<std::string>& args) {
       inputs.size() == 1 ? inputs[0] : inputs[0] + " and " + std::to_string(inputs.size() - 1) + " more";
   if (filters.kernel_only && filters.user_only) return usage_error("--kernel-only and --user-only exclude each other");
   if (unit != "ns" && unit != "us") return usage_error("--unit must be ns or us, not '" + unit + "'");
-  report::StdioOptions so;
   so.input = input;
   if (sort == "time") so.sort = report::SortKey::kTime;
   else if (sort == "count") so.sort = report::SortKey::kCount;

@@ -182,8 +182,7 @@ Status Converter::run(const std::vector<std::string>& argv) {
   auto mask = parse_state_letters(opt_.state);
   if (!mask) return mask.error();
   po.state_mask = *mask;
-  po.min_block_ns = static_cast<uint64_t>(opt_.min_block_us * 1000);
-  po.max_block_ns = static_cast<uint64_t>(opt_.max_block_us * 1000);
+  set_durations(po, opt_.min_block_us, opt_.max_block_us, opt_.sample_period_us);
   // perf's tracepoint callchains start in the tracepoint's call (__traceiter_sched_switch),
   // then the scheduler's own functions: both go, as in perf offwake record's stacks.
   if (kallsyms_) po.drop_leading_kernel = leading_frames_to_drop(std::make_shared<const Kallsyms>(*kallsyms_), opt_.sched_frames);
@@ -405,6 +404,7 @@ Status Converter::write_samples() {
   stats_.counters = pairer_->counters();
   if (unwinder_) stats_.user_unwind = unwinder_->counts();
   stats_.duration_ns = info.last_sample_time > info.first_sample_time ? info.last_sample_time - info.first_sample_time : 0;
+  stats_.sample_period_ns = static_cast<uint64_t>(opt_.sample_period_us * 1000);
   BlockWriter blocks(*writer_, *pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr, stats_);
   for (const auto& a : pairer_->aggregates()) OFFWAKE_TRY(blocks.write(a, last_time_));
   return blocks.finish(last_time_);

@@ -26,6 +26,7 @@ struct ConvertOptions {
   std::string input = "perf.data", output;  // "-": standard input, a pipe
   std::string state = "SDI";
   double min_block_us = 0, max_block_us = 0;
+  double sample_period_us = 0;  // --sample-period: time-weighted sampling; 0: every block
   bool sched_frames = false;
   bool quiet = false;
   // Frames unwound from a user stack copy at most (perf's default --max-stack).

@@ -69,10 +69,7 @@ std::string record_usage_error(const RecordOptions& o) {
   if (o.unwind_memory_mb == 0 || o.unwind_memory_mb > 4096) return "--unwind-memory must be from 1 to 4096 MiB";
   if (o.process_entries == 0 || o.process_entries > (1u << 24))
     return "--process-map-size must be from 1 to 16777216";
-  // Microseconds whose nanoseconds fit in 64 bits (over 500 years).
-  if (o.min_block_us > 1.8e13 || o.max_block_us > 1.8e13)
-    return "--min-block and --max-block take at most 1.8e13 microseconds";
-  if (o.max_block_us && o.max_block_us < o.min_block_us) return "--max-block is below --min-block";
+  if (std::string e = durations_error(o.min_block_us, o.max_block_us, o.sample_period_us); !e.empty()) return e;
   if (!o.on_cpu && (o.frequency || o.period || o.event != "cpu-clock")) return "-e, -F and -c go with --on-cpu";
   if (o.frequency && o.period) return "-F and -c exclude each other";
   if (SamplingConfig check; o.on_cpu) {
@@ -175,6 +172,7 @@ void window_source_counts(RecordStats& w, const RecordStats& now, const RecordSt
 
 // The counts of a window's file added to the recording's.
 void add_written_counts(RecordStats& total, const RecordStats& w) {
+  total.sample_period_ns = w.sample_period_ns;  // the same in every file
   total.duration_ns += w.duration_ns;
   total.keys += w.keys;
   total.offwake_samples += w.offwake_samples;
@@ -264,8 +262,7 @@ BlockFilters Recorder::filters() const {
   f.user_threads_only = opt_.user_only;
   f.kernel_threads_only = opt_.kernel_only;
   f.state_mask = parse_state_letters(opt_.state).value();  // checked by record_usage_error()
-  f.min_block_ns = static_cast<uint64_t>(opt_.min_block_us * 1000);
-  f.max_block_ns = static_cast<uint64_t>(opt_.max_block_us * 1000);
+  set_durations(f, opt_.min_block_us, opt_.max_block_us, opt_.sample_period_us);
   return f;
 }
 
@@ -561,6 +558,7 @@ Status Recorder::open_file(const ProcessDescriptions* previous) {
   OFFWAKE_TRY(describe_targets());
   OFFWAKE_TRY(writer_->finished_init());
   stats_ = RecordStats{};
+  stats_.sample_period_ns = filters().sample_period_ns;
   blocks_.emplace(*writer_, source_->stacks(), ids_, &*kallsyms_, stats_,
                   [this](const std::vector<perfdata::SampleRecord>& s) { return describe(s); });
   return ok_status();

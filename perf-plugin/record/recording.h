@@ -25,6 +25,7 @@ struct RecordOptions {
   bool user_only = false, kernel_only = false;
   std::string state = "SDI";
   double min_block_us = 0, max_block_us = 0;
+  double sample_period_us = 0;  // --sample-period: time-weighted sampling; 0: every block
   std::string cgroup;
   double duration = 0;
   uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0, process_entries = 65536;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "samples/offwake_events.h"
+#include "samples/offwake_raw.h"
 #include "samples/record_stats.h"
 #include "report/sample_stream.h"
 
@@ -20,6 +21,7 @@ using perfdata::SampleRecord;
 
 struct Sums {
   uint64_t ns = 0, count = 0, max_ns = 0;
+  double variance = 0;
 };
 
 // A stack as ids of interned parts: samples are summed by these before anything is copied.
@@ -100,7 +102,13 @@ class ProfileBuilder : public SampleVisitor {
       else if (group.chain_end) key.chain_end = offwake_chain_end_name(group.chain_end);
     }
     const uint64_t count = has_raw && raw->head.count ? raw->head.count : 1;
-    add(key, blocked.period, count, has_raw && raw->head.max_ns ? raw->head.max_ns : blocked.period);
+    double variance = 0;
+    if (has_raw && raw->head.sample_period_ns) {
+      variance = sampled_variance(raw->head.sample_period_ns, raw->head.sampled, raw->head.sampled_ns);
+      profile_.sample_period_ns = std::max(profile_.sample_period_ns, raw->head.sample_period_ns);
+      profile_.off_cpu_variance += variance;
+    }
+    add(key, blocked.period, count, has_raw && raw->head.max_ns ? raw->head.max_ns : blocked.period, variance);
     profile_.off_cpu_ns += blocked.period;
     profile_.blocks += count;
     return ok_status();
@@ -140,6 +148,7 @@ class ProfileBuilder : public SampleVisitor {
       st.ns = v.ns;
       st.count = v.count;
       st.max_ns = v.max_ns;
+      st.variance = v.variance;
       profile_.stacks.push_back(std::move(st));
     }
     // A stable order for every output.
@@ -231,10 +240,11 @@ class ProfileBuilder : public SampleVisitor {
     return it->second;
   }
 
-  void add(const PartsKey& key, uint64_t ns, uint64_t count, uint64_t max_ns) {
+  void add(const PartsKey& key, uint64_t ns, uint64_t count, uint64_t max_ns, double variance = 0) {
     Sums& s = sums_[key];
     s.ns += ns;
     s.count += count;
+    s.variance += variance;
     if (max_ns > s.max_ns) s.max_ns = max_ns;
   }
 
@@ -273,6 +283,7 @@ void merge_profile(Profile& into, Profile from) {
       t.ns += s.ns;
       t.count += s.count;
       t.max_ns = std::max(t.max_ns, s.max_ns);
+      t.variance += s.variance;  // windows are independent samples
     } else {
       summed.push_back(std::move(s));
     }
@@ -281,8 +292,11 @@ void merge_profile(Profile& into, Profile from) {
   for (const auto& [key, value] : from.counters) {
     auto it = std::find_if(into.counters.begin(), into.counters.end(), [&](const auto& kv) { return kv.first == key; });
     if (it == into.counters.end()) into.counters.emplace_back(key, value);
+    else if (key == "sample_period_ns") it->second = std::max(it->second, value);  // a setting, not a count
     else it->second += value;
   }
+  into.sample_period_ns = std::max(into.sample_period_ns, from.sample_period_ns);
+  into.off_cpu_variance += from.off_cpu_variance;
   if (into.on_cpu_event.empty()) into.on_cpu_event = from.on_cpu_event;
   into.off_cpu_ns += from.off_cpu_ns;
   into.on_cpu_ns += from.on_cpu_ns;

@@ -3,6 +3,7 @@
 // (the table, folded stacks, the flame graph, pprof) only format a Profile.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -68,6 +69,9 @@ struct Stack {
   uint64_t ns = 0;     // off-CPU: time blocked; on-CPU: sampled time (the periods)
   uint64_t count = 0;  // off-CPU: blocks; on-CPU: samples
   uint64_t max_ns = 0; // off-CPU: the longest block
+  // --sample-period: the estimated variance of `ns` (ns^2; samples/offwake_raw.h); 0 when
+  // every block was recorded at its length. Variances of distinct stacks add up.
+  double variance = 0;
 };
 
 // What the samples are filtered by, before they are summed. Empty sets keep everything.
@@ -92,7 +96,14 @@ struct Profile {
   uint64_t chains_cut_short = 0;  // offwake-time samples followed by fewer hops than announced
   uint64_t stray_hop_samples = 0; // offwake-hop-* samples that follow no offwake-time sample
   bool wakers_dropped = false;  // loaded with Filters::no_waker
+  // --sample-period: the period (the largest, if inputs differ), and the estimated variance
+  // of off_cpu_ns; 0 for an exact recording.
+  uint64_t sample_period_ns = 0;
+  double off_cpu_variance = 0;
 };
+
+// The standard error of a sampled time, from its estimated variance.
+inline double standard_error(double variance) { return variance > 0 ? std::sqrt(variance) : 0; }
 
 // Stack::chain_end of a chain whose recording ends before its last announced hop.
 inline constexpr const char* kChainCutShort = "cut-short";

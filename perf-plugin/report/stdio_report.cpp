@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace offwake::report {
@@ -42,6 +43,8 @@ struct Waker {
 struct Row {
   const Stack* first = nullptr;  // thread, frames, state
   uint64_t ns = 0, count = 0, max_ns = 0;
+  double variance = 0;  // --sample-period: of ns
+  size_t stacks = 0;    // per thread: the blocked stacks summed
   // A waker with its wakeup chain: the same waker with another chain is another entry.
   std::map<std::tuple<std::string, std::vector<Frame>, std::vector<Hop>, std::string>, Waker> wakers;
 };
@@ -81,13 +84,16 @@ const std::pair<const char*, const char*> kLossCounters[] = {
 void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   // Blocked stacks, summed over their wakers.
   std::map<std::tuple<Thread, std::vector<Frame>, std::string>, Row> rows;
+  std::set<std::tuple<Thread, std::vector<Frame>, std::string>> stacks;
   for (const Stack& s : p.stacks) {
     if (s.kind != Kind::kOffCpu) continue;
-    Row& r = rows[{s.thread, s.frames, s.state}];
+    Row& r = o.per_thread ? rows[{s.thread, {}, ""}] : rows[{s.thread, s.frames, s.state}];
     if (!r.first) r.first = &s;
     r.ns += s.ns;
     r.count += s.count;
     r.max_ns = std::max(r.max_ns, s.max_ns);
+    r.variance += s.variance;
+    if (stacks.insert({s.thread, s.frames, s.state}).second) ++r.stacks;
     if (p.wakers_dropped) continue;
     const std::string label = s.waker ? thread_label(*s.waker) : "[unknown waker]";
     Waker& w = r.wakers[{label, s.waker_frames, s.chain, s.chain_end}];
@@ -116,8 +122,10 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   }
   if (!p.info.host.hostname.empty())
     fprintf(out, "# host: %s, Linux %s\n", p.info.host.hostname.c_str(), p.info.host.os_release.c_str());
-  fprintf(out, "# off-CPU: %s in %llu blocks, %zu blocked stacks", human_ns(p.off_cpu_ns).c_str(),
-          static_cast<unsigned long long>(p.blocks), sorted.size());
+  const bool sampled = p.sample_period_ns != 0;
+  fprintf(out, "# off-CPU: %s", human_ns(p.off_cpu_ns).c_str());
+  if (sampled) fprintf(out, " +- %s", human_ns(static_cast<uint64_t>(standard_error(p.off_cpu_variance))).c_str());
+  fprintf(out, " in %llu blocks, %zu blocked stacks", static_cast<unsigned long long>(p.blocks), stacks.size());
   if (p.on_cpu_samples)
     fprintf(out, "; on-CPU (%s): %s in %llu samples", p.on_cpu_event.c_str(), human_ns(p.on_cpu_ns).c_str(),
             static_cast<unsigned long long>(p.on_cpu_samples));
@@ -125,14 +133,24 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   if (p.chains_cut_short)
     fprintf(out, "# Warning: %llu wakeup chains are cut short (the recording ends inside them)\n",
             static_cast<unsigned long long>(p.chains_cut_short));
+  if (sampled)
+    fprintf(out,
+            "# Sampled (--sample-period %s): times are estimates, StdErr their standard error (the true time is "
+            "within 2 of them in 95%% of recordings, 2.6 in 99%%); counts are of the blocks kept\n",
+            human_ns(p.sample_period_ns).c_str());
   fprintf(out, "#\n");
-  fprintf(out, "# %10s %7s %8s %10s %10s  %s\n", "Total", "Share", "Count", "Avg", "Max",
-          "Thread [state]: blocked stack, leaf first");
+  if (sampled) fprintf(out, "# %10s %10s", "Total", "StdErr");
+  else fprintf(out, "# %10s", "Total");
+  fprintf(out, " %7s %8s %10s %10s  %s\n", "Share", "Count", "Avg", "Max",
+          o.per_thread ? "Thread: blocked stacks" : "Thread [state]: blocked stack, leaf first");
   for (const Row* r : sorted) {
     const Stack& s = *r->first;
-    fprintf(out, "  %10s %6.2f%% %8llu %10s %10s  %s [%s]: %s\n", human_ns(r->ns).c_str(), share(r->ns, p.off_cpu_ns),
-            static_cast<unsigned long long>(r->count), human_ns(r->count ? r->ns / r->count : 0).c_str(),
-            human_ns(r->max_ns).c_str(), thread_label(s.thread).c_str(), s.state.c_str(), chain(s.frames).c_str());
+    fprintf(out, "  %10s", human_ns(r->ns).c_str());
+    if (sampled) fprintf(out, " %10s", human_ns(static_cast<uint64_t>(standard_error(r->variance))).c_str());
+    fprintf(out, " %6.2f%% %8llu %10s %10s  ", share(r->ns, p.off_cpu_ns), static_cast<unsigned long long>(r->count),
+            human_ns(r->count ? r->ns / r->count : 0).c_str(), human_ns(r->max_ns).c_str());
+    if (o.per_thread) fprintf(out, "%s: %zu stacks\n", thread_label(s.thread).c_str(), r->stacks);
+    else fprintf(out, "%s [%s]: %s\n", thread_label(s.thread).c_str(), s.state.c_str(), chain(s.frames).c_str());
     std::vector<const Waker*> wakers;
     for (const auto& [k, w] : r->wakers) wakers.push_back(&w);
     std::stable_sort(wakers.begin(), wakers.end(), [](const Waker* a, const Waker* b) { return a->ns > b->ns; });

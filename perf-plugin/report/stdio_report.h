@@ -15,6 +15,7 @@ enum class SortKey { kTime, kCount, kAvg, kMax };
 struct StdioOptions {
   SortKey sort = SortKey::kTime;
   size_t wakers_per_stack = 3;
+  bool per_thread = false;  // a row per blocked thread (its stacks summed), not per stack
   std::string input;  // named in the header
 };
 

@@ -69,6 +69,12 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const Aggregate& a
   raw.count = a.value.count;
   raw.max_ns = a.value.max_ns;
   raw.waker_flags = k.waker_flags;
+  if (sample_period_ns_) {
+    raw.version = 2;
+    raw.sample_period_ns = sample_period_ns_;
+    raw.sampled = a.value.sampled;
+    raw.sampled_ns = a.value.sampled_ns;
+  }
   const uint32_t hops = ids_.hop_blocked ? std::min<uint32_t>(k.chain.hops, OFFWAKE_MAX_CHAIN_DEPTH - 1) : 0;
   if (ids_.hop_blocked) raw.chain = make_chain(hops, k.chain.end);
   std::vector<OffwakeRawHop> raw_hops;
@@ -93,7 +99,12 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const Aggregate& a
 
 std::vector<perfdata::SampleRecord> AggregateSamples::convert(const offwake_event& e) {
   const uint64_t ns = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
-  Aggregate one{e.key, offwake_value{ns, 1, ns, e.stamp_ns}};
+  Aggregate one{e.key, offwake_value{ns, 1, ns, e.stamp_ns, 0, 0}};
+  if (e.flags & OFFWAKE_EVENT_SAMPLED) {
+    one.value.total_ns = sample_period_ns_;
+    one.value.sampled = 1;
+    one.value.sampled_ns = ns;
+  }
   auto samples = convert(one, e.end_ns);
   for (auto& s : samples) s.cpu = e.cpu;
   return samples;

@@ -19,8 +19,11 @@ class AggregateSamples {
   // With `kallsyms`, leaf kernel frames of the tracing machinery that reaches the BPF program
   // (__traceiter_*, bpf_trace_run*) are dropped: how many there are varies from one unwind to
   // the next, and they would split one blocking stack into several.
-  AggregateSamples(const StackTraceSource& stacks, OffwakeEventIds ids, const Kallsyms* kallsyms = nullptr)
-      : builder_(stacks), ids_(ids), kallsyms_(kallsyms) {}
+  // `sample_period_ns`: the recording's --sample-period (0: none), for the raw payload and
+  // the weight of a --timeline block shorter than it.
+  AggregateSamples(const StackTraceSource& stacks, OffwakeEventIds ids, const Kallsyms* kallsyms = nullptr,
+                   uint64_t sample_period_ns = 0)
+      : builder_(stacks), ids_(ids), kallsyms_(kallsyms), sample_period_ns_(sample_period_ns) {}
 
   // The blocked sample, the waker sample, then the hop samples of one aggregate, stamped
   // with the aggregate's last_ns (a time both threads had the key's identity), or
@@ -47,6 +50,7 @@ class AggregateSamples {
   CallchainBuilder builder_;
   OffwakeEventIds ids_;
   const Kallsyms* kallsyms_;
+  uint64_t sample_period_ns_;
   uint64_t sample_stacks_ = 0;
 };
 

@@ -6,7 +6,7 @@ namespace offwake {
 
 BlockWriter::BlockWriter(perfdata::PerfDataWriter& writer, const StackTraceSource& stacks, OffwakeEventIds ids,
                          const Kallsyms* kallsyms, RecordStats& stats, DescribeFn describe)
-    : writer_(writer), samples_(stacks, ids, kallsyms), ids_(ids), stats_(stats), describe_(std::move(describe)) {}
+    : writer_(writer), samples_(stacks, ids, kallsyms, stats.sample_period_ns), ids_(ids), stats_(stats), describe_(std::move(describe)) {}
 
 Status BlockWriter::write_samples(const std::vector<perfdata::SampleRecord>& samples) {
   if (describe_) OFFWAKE_TRY(describe_(samples));

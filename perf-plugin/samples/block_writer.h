@@ -28,7 +28,8 @@ class BlockWriter {
   // threads (perf offwake record describes processes as samples name them); unset: none.
   using DescribeFn = std::function<Status(const std::vector<perfdata::SampleRecord>&)>;
 
-  // `stacks`, `kallsyms` (may be null), `writer` and `stats` must outlive this.
+  // `stacks`, `kallsyms` (may be null), `writer` and `stats` must outlive this; the stats'
+  // sample_period_ns must be set.
   BlockWriter(perfdata::PerfDataWriter& writer, const StackTraceSource& stacks, OffwakeEventIds ids,
               const Kallsyms* kallsyms, RecordStats& stats, DescribeFn describe = {});
 

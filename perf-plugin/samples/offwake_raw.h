@@ -3,6 +3,7 @@
 // recorder's) and one decoder (every reader's), so that the layout is written down once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -10,7 +11,8 @@
 
 namespace offwake {
 
-// The payload's head, in host byte order, as the samples of a recording are.
+// The payload's head, in host byte order, as the samples of a recording are. Version 1 (32
+// bytes) is every recording without --sample-period; version 2 appends the sampling fields.
 struct OffwakeRaw {
   uint32_t version = 1;
   uint32_t state = 0;        // task state at switch-out (S = 0x1, D = 0x2, plus modifiers)
@@ -21,8 +23,27 @@ struct OffwakeRaw {
   // offwake-hop-blocked and an offwake-hop-waker sample), bits 8-15 OFFWAKE_CHAIN_END_*. 0
   // without a chain (depth 1), so that such a recording is what it always was.
   uint32_t chain = 0;
+  // Version 2 (--sample-period): the period, and of the blocks summed here those shorter than
+  // it, which were kept with probability length/period and weigh the period: how many, and
+  // their true summed length. The period of the sample is then an estimate.
+  uint64_t sample_period_ns = 0;
+  uint64_t sampled = 0;
+  uint64_t sampled_ns = 0;
 };
-static_assert(sizeof(OffwakeRaw) == 32);
+static_assert(sizeof(OffwakeRaw) == 56);
+// The head's size in a version (2 and later: the whole of OffwakeRaw).
+constexpr size_t kOffwakeRawV1Size = 32;
+inline size_t offwake_raw_head_size(uint32_t version) { return version < 2 ? kOffwakeRawV1Size : sizeof(OffwakeRaw); }
+
+// The estimated variance (ns^2) of a sampled time (--sample-period P): a block of length d < P
+// adds P with probability d/P, so its variance is P*d - d^2; over the blocks kept, each seen
+// with probability d/P, Σ(P^2 - P*d) = P^2*sampled - P*sampled_ns estimates the sum of those
+// without bias. Blocks of P or longer are all kept, exactly: no variance. 0 without sampling.
+inline double sampled_variance(uint64_t period_ns, uint64_t sampled, uint64_t sampled_ns) {
+  const double p = static_cast<double>(period_ns);
+  const double v = p * p * static_cast<double>(sampled) - p * static_cast<double>(sampled_ns);
+  return v > 0 ? v : 0;
+}
 // After OffwakeRaw, one of these per further hop, in hop order (hop 2 first).
 struct OffwakeRawHop {
   uint32_t state = 0;        // of the hop's block
@@ -33,7 +54,8 @@ inline uint32_t chain_hops(uint32_t chain) { return chain & 0xff; }
 inline uint32_t chain_end(uint32_t chain) { return (chain >> 8) & 0xff; }
 inline uint32_t make_chain(uint32_t hops, uint32_t end) { return (hops & 0xff) | (end & 0xff) << 8; }
 
-// The head, then `hops` (as many as chain_hops(head.chain) says, for the readers to find).
+// The head (its version's size), then `hops` (as many as chain_hops(head.chain) says, for the
+// readers to find).
 std::vector<uint8_t> encode_offwake_raw(const OffwakeRaw& head, std::span<const OffwakeRawHop> hops = {});
 
 struct DecodedRaw {
@@ -43,8 +65,8 @@ struct DecodedRaw {
   std::vector<OffwakeRawHop> hops;
 };
 
-// Nullopt when `raw` is too short for a head: a sample written by something else. The version
-// is not checked: every recording so far has 1, and a later one would only append fields.
+// Nullopt when `raw` is too short for its version's head: a sample written by something else.
+// A version above 2 is read as 2: a later one would only append fields.
 std::optional<DecodedRaw> decode_offwake_raw(std::span<const uint8_t> raw);
 
 }  // namespace offwake

@@ -12,6 +12,9 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
   const offwake_counters& c = counters;
   std::vector<std::pair<std::string, uint64_t>> f = {
       {"duration_ns", duration_ns},
+      {"sample_period_ns", sample_period_ns},
+      {"sample_dropped_blocks", c.sample_dropped},
+      {"sample_weighted_blocks", c.sample_weighted},
       {"aggregates", keys},
       {"blocked_ns", blocked_ns},
       {"blocks", c.blocks},
@@ -197,11 +200,12 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           u(c.stack_captures[0] + c.stack_captures[1]), u(c.stack_collision[0] + c.stack_collision[1]));
   fprintf(out,
           "[ perf offwake record: %llu blocks without a waker (%llu no wakeup seen); %llu woken before "
-          "--min-block (waker named, its stacks not taken); "
+          "--min-block or their sampling threshold (waker named, its stacks not taken); "
           "%llu ended late (switch-in not traced); %llu switches untraced by the kernel; %llu still blocked "
           "at the stop (counted up to it) ]\n",
           u(c.missed_wakeups), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
           u(c.untraced_switches), u(c.still_blocked));
+  print_sampling_summary(out, "record", s);
   print_user_unwind_summary(out, "record", s.user_unwind);
   uint64_t walks = 0;
   for (uint64_t n : c.user_walk_end) walks += n;
@@ -239,6 +243,15 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             "[ perf offwake record: tracepoint back end: %llu scheduler events lost (ring buffer full), %llu out "
             "of time order, %llu undecodable, %llu callchains cut at a word that is no context marker ]\n",
             u(s.tracepoint_lost), u(s.tracepoint_late), u(s.tracepoint_undecodable), u(s.callchains_cut));
+}
+
+void print_sampling_summary(FILE* out, const char* command, const RecordStats& s) {
+  if (!s.sample_period_ns) return;
+  const offwake_counters& c = s.counters;
+  fprintf(out,
+          "[ perf offwake %s: sampled, --sample-period %g us: %llu blocks kept, %llu of them shorter than the "
+          "period and weighted at it; %llu not drawn; blocked times are estimates ]\n",
+          command, s.sample_period_ns / 1e3, u(c.blocks), u(c.sample_weighted), u(c.sample_dropped));
 }
 
 void print_user_unwind_summary(FILE* out, const char* command, const UserUnwindCounts& n) {

@@ -21,6 +21,7 @@ constexpr int kFeatOffwakeStats = 255;
 
 struct RecordStats {
   uint64_t duration_ns = 0;
+  uint64_t sample_period_ns = 0;  // --sample-period (0: every block, exactly)
   uint64_t keys = 0;          // aggregates written (one offwake-time + one offwake-waker sample each)
   uint64_t offwake_samples = 0;  // samples written for them: blocked, waker, and chain hops
   uint64_t timeline_events = 0;  // --timeline: blocks written as their own samples
@@ -68,6 +69,8 @@ struct RecordStats {
 };
 
 void print_record_summary(FILE* out, const RecordStats& s);
+// With --sample-period, the line on what was kept and weighted: "[ perf offwake COMMAND: ...".
+void print_sampling_summary(FILE* out, const char* command, const RecordStats& s);
 // The line on user stacks unwound from stack copies, if any were: "[ perf offwake COMMAND: ...".
 void print_user_unwind_summary(FILE* out, const char* command, const UserUnwindCounts& u);
 // -v: each binary whose code is walked by frame pointers for want of a table, and why.

@@ -122,6 +122,7 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   if (!blocks || !t.wake_on_cpu) t.woken = t.wake_on_cpu = false;
   if (!blocks) return;
   t.state = e.prev_state;
+  t.keep_ns = offwake_keep_threshold(opt_.min_block_ns, opt_.sample_period_ns, opt_.sample_period_ns ? random_() : 0);
   t.user = kernel_thread(e.prev_tid) ? kNoStack : 0;
   split(e, true, t.kern, t.user);
   t.block_ts = e.time;
@@ -200,14 +201,20 @@ void BlockPairer::waking(const SchedEvent& e) {
   ++counters_.wakeups;
 }
 
+bool BlockPairer::kept(const Thread& t, uint64_t delta) {
+  if (offwake_duration_kept(delta, t.keep_ns, opt_.max_block_ns)) return true;
+  if (opt_.sample_period_ns && offwake_duration_kept(delta, opt_.min_block_ns, opt_.max_block_ns))
+    ++counters_.sample_dropped;
+  else
+    ++counters_.filtered;
+  return false;
+}
+
 void BlockPairer::end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu, bool with_waker, uint32_t no_waker) {
   const uint64_t start = t.block_ts;
   const uint64_t delta = end - start;
   t.blocked = false;
-  if (!offwake_duration_kept(delta, opt_.min_block_ns, opt_.max_block_ns)) {
-    ++counters_.filtered;
-    return;
-  }
+  if (!kept(t, delta)) return;
   offwake_key k;
   std::memset(&k, 0, sizeof k);
   k.tgid = t.tgid;
@@ -233,6 +240,8 @@ void BlockPairer::end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu,
     if (no_waker == OFFWAKE_WAKER_NONE) ++counters_.missed_wakeups;
   }
   ++counters_.blocks;
+  const bool weighs_period = delta < opt_.sample_period_ns;
+  if (weighs_period) ++counters_.sample_weighted;
   if (opt_.timeline) {
     offwake_event ev;
     std::memset(&ev, 0, sizeof ev);
@@ -240,6 +249,7 @@ void BlockPairer::end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu,
     ev.end_ns = end;
     ev.stamp_ns = stamp;
     ev.cpu = cpu;
+    ev.flags = weighs_period ? OFFWAKE_EVENT_SAMPLED : 0;
     ev.key = k;
     opt_.timeline(ev);
     return;
@@ -253,8 +263,12 @@ void BlockPairer::end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu,
     aggregates_.push_back(a);
   }
   offwake_value& v = aggregates_[it->second].value;
-  v.total_ns += delta;
+  v.total_ns += opt_.sample_period_ns ? offwake_block_weight(delta, opt_.sample_period_ns) : delta;
   ++v.count;
+  if (weighs_period) {
+    ++v.sampled;
+    v.sampled_ns += delta;
+  }
   v.max_ns = std::max<uint64_t>(v.max_ns, delta);
   v.last_ns = std::max<uint64_t>(v.last_ns, stamp);
 }
@@ -263,9 +277,8 @@ void BlockPairer::finish(uint64_t stop) {
   for (auto& [tid, t] : threads_) {
     if (!t.blocked || t.block_ts > stop) continue;
     const uint64_t so_far = stop - t.block_ts;
-    if (!offwake_duration_kept(so_far, opt_.min_block_ns, opt_.max_block_ns)) {
+    if (!kept(t, so_far)) {
       ++counters_.still_blocked_filtered;
-      ++counters_.filtered;
       t.blocked = false;
       continue;
     }

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <span>
 #include <string>
@@ -91,6 +92,7 @@ class BlockPairer : public StackTraceSource {
     int running_on = -1;      // the CPU it is current on, -1 if none
     bool blocked = false;     // a block is open, since block_ts
     uint64_t block_ts = 0;
+    uint64_t keep_ns = 0;     // it is kept once this long (offwake_keep_threshold)
     uint32_t state = 0;
     int64_t kern = kNoStack, user = kNoStack;
     // The recorded wakeup (woken), and whether it came while the thread was still on its
@@ -119,6 +121,8 @@ class BlockPairer : public StackTraceSource {
   // t's open block ended at `end`: kept (aggregated or sent) or filtered, and counted.
   void end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu, bool with_waker, uint32_t no_waker);
   bool kernel_thread(uint32_t tid) const;
+  // Whether t's open block, `delta` long (so far), is kept; if not, counted.
+  bool kept(const Thread& t, uint64_t delta);
 
   PairerOptions opt_;
   std::vector<Aggregate> aggregates_;
@@ -128,6 +132,7 @@ class BlockPairer : public StackTraceSource {
   std::map<std::vector<uint64_t>, int64_t> stack_ids_[2];  // and back, per half
   std::unordered_map<uint32_t, Thread> threads_;
   std::unordered_map<uint32_t, uint32_t> cpu_current_;    // cpu -> tid
+  std::mt19937_64 random_{std::random_device{}()};        // --sample-period's draws
 };
 
 }  // namespace offwake::sched

@@ -133,6 +133,12 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
     set(d, "state", PyUnicode_FromString(offwake_state_letters(raw->head.state)));
     set(d, "count", u64(raw->head.count));
     set(d, "max_ns", u64(raw->head.max_ns));
+    // Only in sampled recordings (--sample-period), so that the dicts of others stay as they were.
+    if (raw->head.sample_period_ns) {
+      set(d, "sample_period_ns", u64(raw->head.sample_period_ns));
+      set(d, "sampled", u64(raw->head.sampled));
+      set(d, "sampled_ns", u64(raw->head.sampled_ns));
+    }
     if (const perfdata::SampleRecord* waker = group.waker) {
       PyObject* w = PyDict_New();
       set(w, "comm", str(sym_.thread_name(waker->tid)));

@@ -29,7 +29,7 @@ bool same(const OffwakeRaw& a, const OffwakeRaw& b) {
 
 TEST(OffwakeRaw, RoundTripsWithoutAChain) {
   const std::vector<uint8_t> bytes = encode_offwake_raw(head(0));
-  ASSERT_EQ(bytes.size(), sizeof(OffwakeRaw));
+  ASSERT_EQ(bytes.size(), kOffwakeRawV1Size);
   auto d = decode_offwake_raw(bytes);
   ASSERT_TRUE(d);
   EXPECT_TRUE(same(d->head, head(0)));
@@ -40,7 +40,7 @@ TEST(OffwakeRaw, RoundTripsWithoutAChain) {
 TEST(OffwakeRaw, RoundTripsEveryHopInOrder) {
   const std::vector<OffwakeRawHop> hops = {{0x1, 0}, {0x2, OFFWAKE_WAKER_SOFTIRQ}, {0x402, OFFWAKE_WAKER_KTHREAD}};
   const std::vector<uint8_t> bytes = encode_offwake_raw(head(3), hops);
-  ASSERT_EQ(bytes.size(), sizeof(OffwakeRaw) + 3 * sizeof(OffwakeRawHop));
+  ASSERT_EQ(bytes.size(), kOffwakeRawV1Size + 3 * sizeof(OffwakeRawHop));
   auto d = decode_offwake_raw(bytes);
   ASSERT_TRUE(d);
   EXPECT_TRUE(same(d->head, head(3)));
@@ -71,7 +71,7 @@ TEST(OffwakeRaw, EncodesTheHeadFieldByField) {
 
 TEST(OffwakeRaw, TooShortForAHeadIsNotOurs) {
   const std::vector<uint8_t> bytes = encode_offwake_raw(head(0));
-  for (size_t n = 0; n < sizeof(OffwakeRaw); ++n)
+  for (size_t n = 0; n < kOffwakeRawV1Size; ++n)
     EXPECT_FALSE(decode_offwake_raw(std::span(bytes).first(n))) << n << " bytes";
 }
 
@@ -100,14 +100,50 @@ TEST(OffwakeRaw, HopsAreBoundedByThePayloadAndTheAnnouncement) {
   EXPECT_EQ(fewer->hops.size(), 1u);
 }
 
+// All ones: a version above 2, read as 2, whose head is the whole of OffwakeRaw.
 TEST(OffwakeRaw, GarbageDecodesWithinItsBounds) {
-  for (size_t n : {32u, 33u, 40u, 47u, 300u}) {
+  for (size_t n : {32u, 33u, 40u, 55u}) EXPECT_FALSE(decode_offwake_raw(std::vector<uint8_t>(n, 0xff))) << n;
+  for (size_t n : {56u, 57u, 64u, 71u, 300u}) {
     const std::vector<uint8_t> bytes(n, 0xff);
     auto d = decode_offwake_raw(bytes);
     ASSERT_TRUE(d) << n;
     EXPECT_EQ(chain_hops(d->head.chain), 0xffu);
     EXPECT_EQ(d->hops.size(), (n - sizeof(OffwakeRaw)) / sizeof(OffwakeRawHop)) << n;
   }
+}
+
+// --sample-period: version 2 appends the period and the sampled blocks; its hops follow the
+// longer head, and a version 2 head cut short is not ours.
+TEST(OffwakeRaw, VersionTwoCarriesTheSamplingAndItsHops) {
+  OffwakeRaw h = head(2);
+  h.version = 2;
+  h.sample_period_ns = 500'000;
+  h.sampled = 6;
+  h.sampled_ns = 1'234'567;
+  const std::vector<OffwakeRawHop> hops = {{0x1, 0}, {0x2, OFFWAKE_WAKER_SOFTIRQ}};
+  const std::vector<uint8_t> bytes = encode_offwake_raw(h, hops);
+  ASSERT_EQ(bytes.size(), sizeof(OffwakeRaw) + 2 * sizeof(OffwakeRawHop));
+  auto d = decode_offwake_raw(bytes);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(same(d->head, h));
+  EXPECT_EQ(d->head.sample_period_ns, 500'000u);
+  EXPECT_EQ(d->head.sampled, 6u);
+  EXPECT_EQ(d->head.sampled_ns, 1'234'567u);
+  ASSERT_EQ(d->hops.size(), 2u);
+  EXPECT_EQ(d->hops[1].waker_flags, OFFWAKE_WAKER_SOFTIRQ);
+  EXPECT_FALSE(decode_offwake_raw(std::span(bytes).first(sizeof(OffwakeRaw) - 1)));
+  // A version 1 head leaves the sampling fields zero.
+  auto v1 = decode_offwake_raw(encode_offwake_raw(head(0)));
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->head.sample_period_ns, 0u);
+}
+
+// The variance of a sampled time: P^2 per block kept short, less P times their length; none
+// without sampling.
+TEST(OffwakeRaw, SampledVarianceFromTheBlocksKept) {
+  EXPECT_DOUBLE_EQ(sampled_variance(0, 0, 0), 0.0);
+  EXPECT_DOUBLE_EQ(sampled_variance(1000, 0, 0), 0.0);
+  EXPECT_DOUBLE_EQ(sampled_variance(1000, 3, 600), 3.0 * 1000 * 1000 - 1000.0 * 600);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // BlockPairer: scheduler events in, blocks out, by the BPF programs' rules.
 #include "sched/block_pairer.h"
 
+#include "block_rules.h"
+
 #include <gtest/gtest.h>
 
 namespace offwake::sched {
@@ -340,6 +342,85 @@ TEST(BlockPairer, ASwitchTheKernelDidNotTraceIsCounted) {
   q.add(switch_ev(0, 1, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
   q.add(switch_ev(5 * kMs, 1, 11, 11, 0, 0));
   EXPECT_EQ(q.counters().untraced_switches, 0u);
+}
+
+
+// --sample-period (block_rules.h): the threshold is uniform below the period, never below
+// --min-block; a kept block weighs the period when it is shorter.
+TEST(SamplingRules, ThresholdAndWeight) {
+  EXPECT_EQ(offwake_keep_threshold(0, 0, 12345), 0u);
+  EXPECT_EQ(offwake_keep_threshold(7, 0, 12345), 7u);
+  EXPECT_EQ(offwake_keep_threshold(0, 1000, 12345), 345u);
+  EXPECT_EQ(offwake_keep_threshold(400, 1000, 12345), 400u);
+  EXPECT_EQ(offwake_keep_threshold(0, 1000, ~0ull), ~0ull % 1000);
+  EXPECT_EQ(offwake_block_weight(300, 1000), 1000u);
+  EXPECT_EQ(offwake_block_weight(1000, 1000), 1000u);
+  EXPECT_EQ(offwake_block_weight(2500, 1000), 2500u);
+  EXPECT_EQ(offwake_block_weight(300, 0), 300u);
+  EXPECT_FALSE(offwake_lazy_capture(0, 0, 0, 0));
+  EXPECT_TRUE(offwake_lazy_capture(0, 0, 0, 1000));
+  EXPECT_FALSE(offwake_lazy_capture(1, 0, 0, 1000));
+}
+
+// Blocks of 100 us, sampled at 1 ms: about one in ten is kept, each weighing 1 ms, so the total
+// estimates the truth; a 3 ms block is always kept, at its length; every block not kept is
+// counted, none as filtered.
+TEST(BlockPairer, SamplingKeepsBlocksByTheirLengthAndWeighsThemThePeriod) {
+  PairerOptions o = options();
+  o.sample_period_ns = kMs;
+  BlockPairer p(o);
+  constexpr int kBlocks = 20000;
+  constexpr uint64_t kUs = 1000;
+  uint64_t t = 100 * kMs;
+  for (int i = 0; i < kBlocks; ++i) {
+    p.add(switch_ev(t, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({0xffffffff816e4063}, {0x401000})));
+    p.add(waking_ev(t + 90 * kUs, 1, 20, 20, 10, 0, chain({0xffffffff813b4986}, {0x403000})));
+    p.add(switch_ev(t + 100 * kUs, 0, 0, 0, 0, 10));
+    t += 200 * kUs;
+  }
+  p.add(switch_ev(t, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({0xffffffff816e4063}, {0x402000})));
+  p.add(switch_ev(t + 3 * kMs, 0, 0, 0, 0, 10));
+  uint64_t kept = 0, total = 0, sampled = 0, sampled_ns = 0, long_total = 0;
+  for (const Aggregate& a : p.aggregates()) {
+    if (frames(p, a.key.user_stack_id) == std::vector<uint64_t>{0x402000}) {
+      long_total += a.value.total_ns;
+      EXPECT_EQ(a.value.count, 1u);
+      EXPECT_EQ(a.value.sampled, 0u);
+      continue;
+    }
+    kept += a.value.count;
+    total += a.value.total_ns;
+    sampled += a.value.sampled;
+    sampled_ns += a.value.sampled_ns;
+  }
+  EXPECT_EQ(long_total, 3 * kMs);
+  EXPECT_EQ(sampled, kept);
+  EXPECT_EQ(total, kept * kMs);
+  EXPECT_EQ(sampled_ns, kept * 100 * kUs);
+  // Binomial(20000, 0.1): mean 2000, standard deviation 42.
+  EXPECT_NEAR(static_cast<double>(kept), 2000.0, 6 * 42.0);
+  EXPECT_NEAR(static_cast<double>(total), kBlocks * 100.0 * kUs, 6 * 42.0 * kMs);
+  EXPECT_EQ(p.counters().blocks, kept + 1);
+  EXPECT_EQ(p.counters().sample_weighted, kept);
+  EXPECT_EQ(p.counters().sample_dropped, kBlocks - kept);
+  EXPECT_EQ(p.counters().filtered, 0u);
+}
+
+// --min-block applies before the draw: a block below it is filtered, never sampled.
+TEST(BlockPairer, MinBlockFiltersBeforeSampling) {
+  PairerOptions o = options();
+  o.sample_period_ns = kMs;
+  o.min_block_ns = kMs / 2;
+  BlockPairer p(o);
+  uint64_t t = 100 * kMs;
+  for (int i = 0; i < 100; ++i) {
+    p.add(switch_ev(t, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0));
+    p.add(switch_ev(t + kMs / 4, 0, 0, 0, 0, 10));
+    t += kMs;
+  }
+  EXPECT_EQ(p.counters().filtered, 100u);
+  EXPECT_EQ(p.counters().sample_dropped, 0u);
+  EXPECT_TRUE(p.aggregates().empty());
 }
 
 }  // namespace
