@@ -111,9 +111,15 @@ void expect_between_truths(uint64_t recorded, const Truth& t, uint64_t off_cpu, 
       << t.blocked_ns << " ns";
 }
 
-// One run of wl_short_blocks recorded twice at once: exactly (`exact_options`), as the command
-// of one perf offwake record, and sampled (`sampled_options`) by another recording the whole
-// system, started first and stopped with SIGTERM once the command is done.
+// One run of wl_short_blocks recorded twice at once, both recorders system-wide: exactly
+// (`exact_options`), by a perf offwake record attached first, and sampled (`sampled_options`)
+// by another attached second; the workload runs once both are attached, then both stop with
+// SIGTERM. The order matters: at each switch the programs run in attach order, each reading
+// the clock when it starts, so the second recorder's times come after the first one's work.
+// Sampled first, the exact recorder's block ends would come after the sampled programs' work
+// on the blocks they keep (their kernel stacks), not on the others: a bias of a few percent
+// against the exact reference, seen on the relay reader. Exact first, the sampled recorder's
+// starts and ends are both delayed by the exact programs' work, alike for every block.
 struct TwoRecordings {
   RecordRun exact;
   RunResult sampled_record, sampled_script;
@@ -125,26 +131,34 @@ struct TwoRecordings {
 TwoRecordings record_twice(const TempDir& dir, const std::string& sampled_options, const std::string& seconds,
                            const std::string& exact_options = "") {
   TwoRecordings r;
-  // Attached: BPF links, or without BPF the tracepoint back end's perf events (opened last).
-  const std::string attached =
-      sampled_options.find("tracepoint") == std::string::npos ? "anon_inode:bpf_link" : "anon_inode:.perf_event.";
   r.sampled_data = dir.file("sampled.data");
   const std::string exact_data = dir.file("perf.data");
+  // Attached: BPF links, or without BPF the tracepoint back end's perf events (opened last).
+  auto attached = [](const std::string& options) {
+    return options.find("tracepoint") == std::string::npos ? "anon_inode:bpf_link" : "anon_inode:.perf_event.";
+  };
   // A background job of a non-interactive shell ignores SIGINT: SIGTERM stops it as well.
   const std::string script =
-      "wait_attached() { for i in $(seq 600); do ls -l /proc/$1/fd 2>/dev/null | grep -q '" + attached + "' && "
+      "wait_attached() { for i in $(seq 600); do ls -l /proc/$1/fd 2>/dev/null | grep -q \"$2\" && "
       "{ sleep 2; return 0; }; sleep 0.1; done; echo 'recorder not attached after 60 s' >&2; return 1; }; " +
-      kOffwake + " record -a " + sampled_options + " -o " + r.sampled_data + " 2>" + dir.file("sampled.err") +
-      " & p=$!; wait_attached $p && " + kOffwake + " record " + exact_options + " -o " + exact_data + " -- " + kShortBlocks + " -s " +
-      seconds + "; s=$?; kill -TERM $p; wait $p; echo \"sampled_status=$?\" >&2; exit $s";
-  r.exact.record = run("(" + script + ")");
-  r.exact.truth = parse_truth(r.exact.record.out);
-  r.off_cpu = kernel_off_cpu(r.exact.record.out);
+      kOffwake + " record -a " + exact_options + " -o " + exact_data + " 2>" + dir.file("exact.err") + " & e=$!; " +
+      "wait_attached $e '" + attached(exact_options) + "' && { " + kOffwake + " record -a " + sampled_options +
+      " -o " + r.sampled_data + " 2>" + dir.file("sampled.err") + " & s=$!; wait_attached $s '" +
+      attached(sampled_options) + "' && " + kShortBlocks + " -s " + seconds + "; w=$?; kill -TERM $s; wait $s; " +
+      "echo \"sampled_status=$?\" >&2; }; kill -TERM $e; wait $e; echo \"exact_status=$?\" >&2; exit $w";
+  RunResult both = run("(" + script + ")");
+  r.exact.record.out = both.out;
+  r.exact.record.err = read_file(dir.file("exact.err"));
+  r.exact.record.status = both.status == 0 && both.err.find("exact_status=0") != std::string::npos ? 0 : 1;
+  if (r.exact.record.status) r.exact.record.err += both.err;
+  r.exact.truth = parse_truth(both.out);
+  r.off_cpu = kernel_off_cpu(both.out);
   r.exact.script = run(std::string("perf script ") + kPerfScriptFields + " -i " + exact_data);
   r.exact.samples = parse_perf_script(r.exact.script.out);
   add_block_counts(r.exact.samples, exact_data);
   r.sampled_record.err = read_file(dir.file("sampled.err"));
-  r.sampled_record.status = r.exact.record.err.find("sampled_status=0") == std::string::npos;
+  r.sampled_record.status = both.err.find("sampled_status=0") == std::string::npos;
+  if (r.sampled_record.status) r.sampled_record.err += both.err;
   r.sampled_script = run(std::string("perf script ") + kPerfScriptFields + " -i " + r.sampled_data);
   r.sampled = parse_perf_script(r.sampled_script.out);
   add_block_counts(r.sampled, r.sampled_data);
