@@ -29,16 +29,7 @@ import sys
 import tempfile
 import time
 
-
-def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
+from proc_status import rss_kib
 
 
 def start_recorder(build, out, extra):

@@ -28,18 +28,9 @@ import sys
 import tempfile
 import time
 
+from proc_status import rss_kib
+
 NAME = re.compile(r"perf\.data\.[0-9]{16}$")
-
-
-def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def windows(directory):

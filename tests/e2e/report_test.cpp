@@ -16,6 +16,7 @@
 #include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/recording.h"
+#include "support/report_table.h"
 #include "support/run.h"
 #include "support/tolerances.h"
 #include "support/truth.h"
@@ -35,15 +36,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-// "12.34 ms" in a table cell -> ns.
-double parse_human(const std::string& number, const std::string& unit) {
-  const double v = std::stod(number);
-  if (unit == "ns") return v;
-  if (unit == "us") return v * 1e3;
-  if (unit == "ms") return v * 1e6;
-  return v * 1e9;
-}
-
 TEST(Report, TableShowsTheBlockedStackItsTimeAndItsWaker) {
   const Recording& r = recording("wl_pipe", "");
   ASSERT_EQ(r.record.status, 0) << r.record.err;
@@ -61,7 +53,7 @@ TEST(Report, TableShowsTheBlockedStackItsTimeAndItsWaker) {
     std::istringstream row(lines[i]);
     std::string total, unit, share, cnt;
     row >> total >> unit >> share >> cnt;
-    ns += parse_human(total, unit);
+    ns += parse_human_ns(total, unit);
     count += std::stoull(cnt);
     if (i + 1 < lines.size() && lines[i + 1].find("woken by") != std::string::npos &&
         lines[i + 1].find(r.truth.waker_function) != std::string::npos &&
@@ -170,10 +162,10 @@ std::vector<TableRow> table_rows(const std::string& table) {
       continue;
     }
     TableRow r;
-    r.ns = parse_human(m[1], m[2]);
+    r.ns = parse_human_ns(m[1], m[2]);
     r.count = std::stoull(m[4]);
-    r.avg_ns = parse_human(m[5], m[6]);
-    r.max_ns = parse_human(m[7], m[8]);
+    r.avg_ns = parse_human_ns(m[5], m[6]);
+    r.max_ns = parse_human_ns(m[7], m[8]);
     r.comm = m[9];
     r.pid = static_cast<uint32_t>(std::stoul(m[10]));
     r.tid = static_cast<uint32_t>(std::stoul(m[11]));

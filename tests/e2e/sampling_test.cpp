@@ -27,6 +27,7 @@
 #include "support/blocked_samples.h"
 #include "support/paths.h"
 #include "support/perf_script.h"
+#include "support/report_table.h"
 #include "support/run.h"
 #include "support/truth.h"
 
@@ -54,15 +55,6 @@ std::map<uint32_t, ThreadSum> by_thread(const std::vector<ScriptSample>& samples
 
 double relative_error(uint64_t recorded, uint64_t truth) {
   return (static_cast<double>(recorded) - static_cast<double>(truth)) / static_cast<double>(truth);
-}
-
-// "12.34 ms" and the like (perf offwake report's human_ns) in nanoseconds.
-double parse_human_ns(const std::string& value, const std::string& unit) {
-  const double v = std::stod(value);
-  if (unit == "ns") return v;
-  if (unit == "us") return v * 1e3;
-  if (unit == "ms") return v * 1e6;
-  return v * 1e9;
 }
 
 // perf offwake report --per-thread: each thread's estimate and its standard error.

@@ -6,7 +6,7 @@
  * For SECONDS (default 5):
  *   - SLEEPERS threads (default 2) each sleep 50 to 300 us at random, again and again, in
  *     wl_short_sleep (a clock_nanosleep issued inline, woken by the timer interrupt);
- *   - a relay: wl_relay_writer sleeps 50 to 300 us the same way (in wl_short_sleep), then
+ *   - a relay: its writer sleeps 50 to 300 us the same way (in wl_short_sleep), then
  *     writes a byte to a pipe in wl_relay_write, which wakes wl_relay_reader, blocked in
  *     read() in wl_short_wait.
  * Every thread is SCHED_FIFO (needs CAP_SYS_NICE): no timer slack (a 50 us sleep is 50 us),
@@ -39,6 +39,7 @@ struct truth {
 	long count;
 	unsigned int seed;
 	uint64_t start_ns, start_cpu_ns;
+	int relay; /* the relay's writer */
 };
 
 static uint64_t thread_cpu_ns(void)
@@ -105,6 +106,8 @@ WL_NOINLINE uint64_t wl_short_wait(int *eof)
 	return t1 - t0 < WL_SHORT_MIN_NS ? 0 : t1 - t0;
 }
 
+/* A sleeper, or with t->relay the relay's writer, which writes a byte after each sleep and
+ * closes the pipe at the end. */
 static void *sleeper(void *arg)
 {
 	struct truth *t = arg;
@@ -115,25 +118,12 @@ static void *sleeper(void *arg)
 	while (wl_now_ns() < deadline_ns) {
 		t->blocked_ns += wl_short_sleep(random_us(&t->seed));
 		t->count++;
+		if (t->relay)
+			wl_relay_write();
 	}
 	stop_timing(t);
-	return NULL;
-}
-
-static void *relay_writer(void *arg)
-{
-	struct truth *t = arg;
-
-	t->tid = wl_gettid();
-	wl_become_fifo();
-	start_timing(t);
-	while (wl_now_ns() < deadline_ns) {
-		t->blocked_ns += wl_short_sleep(random_us(&t->seed));
-		t->count++;
-		wl_relay_write();
-	}
-	stop_timing(t);
-	close(relay_pipe[1]);
+	if (t->relay)
+		close(relay_pipe[1]);
 	return NULL;
 }
 
@@ -182,9 +172,10 @@ int main(int argc, char **argv)
 	memset(truths, 0, sizeof(truths));
 	deadline_ns = wl_now_ns() + (uint64_t)(seconds * 1e9);
 	for (i = 0; i < sleepers + 2; i++) {
-		void *(*fn)(void *) = i < sleepers ? sleeper : i == sleepers ? relay_writer : relay_reader;
+		void *(*fn)(void *) = i <= sleepers ? sleeper : relay_reader;
 
 		truths[i].seed = (unsigned int)(wl_now_ns() ^ (uint64_t)i * 2654435761u);
+		truths[i].relay = i == sleepers;
 		if (pthread_create(&threads[i], NULL, fn, &truths[i]) != 0)
 			return 3;
 	}
