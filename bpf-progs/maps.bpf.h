@@ -115,7 +115,7 @@ struct {
 
 /* Per-CPU scratch space for one stack, one slot per program: sys_exit runs with interrupts
  * on, and a wakeup from an interrupt may run the waking program on the same CPU meanwhile. */
-#define WINDOW 512 /* bytes of user stack read at once */
+#define WINDOW 2048 /* bytes of user stack read at once (at most to the end of its page) */
 struct scratch {
 	struct offwake_stored_stack st;
 	__u64 win_start;
