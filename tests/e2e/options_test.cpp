@@ -47,7 +47,7 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "--dur -1 -- true", "option `duration' expects a finite non-negative number, not '-1'"},
       {o + "--min-block inf -- true", "option `min-block' expects a finite"},
       {o + "--max-block -inf -- true", "option `max-block' expects a finite"},
-      {o + "--min-block 1e300 -- true", "--min-block and --max-block take at most 1.8e13 microseconds"},
+      {o + "--min-block 1e300 -- true", "--min-block and --max-block take 0 to 1.8e13 microseconds"},
       {o + "--min-block 10 --max-block 5 -- true", "--max-block is below --min-block"},
       {o + "-t x -- true", "option `tid' expects a non-negative integer, not 'x'"},
       {o + "-t -1 -- true", "option `tid' expects a non-negative integer, not '-1'"},
