@@ -289,7 +289,10 @@ void merge_profile(Profile& into, Profile from) {
     }
   }
   into.stacks = std::move(summed);
-  for (const auto& [key, value] : from.counters) {
+  for (const auto& counter : from.counters) {
+    // Not a structured binding: clang (the fuzz build) does not let a lambda capture one.
+    const std::string& key = counter.first;
+    const uint64_t value = counter.second;
     auto it = std::find_if(into.counters.begin(), into.counters.end(), [&](const auto& kv) { return kv.first == key; });
     if (it == into.counters.end()) into.counters.emplace_back(key, value);
     else if (key == "sample_period_ns") it->second = std::max(it->second, value);  // a setting, not a count
