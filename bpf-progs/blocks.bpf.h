@@ -106,11 +106,9 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
  * draw; counted. */
 static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delta, struct offwake_counters *c)
 {
-	if (duration_kept(delta, b->keep_ns)) {
-		b->flags |= TB_LAST_KEPT;
+	b->last_ns = delta;
+	if (duration_kept(delta, b->keep_ns))
 		return 0;
-	}
-	b->flags &= ~TB_LAST_KEPT;
 	b->block_ts = 0;
 	/* The latest block has no stacks: the tasks this one wakes get no hop from it. */
 	chain_no_last(b, OFFWAKE_CHAIN_END_NOT_KEPT);

@@ -38,7 +38,7 @@ static int user_work_run(struct bpf_map *map, void *key, void *value)
 	if (!b || !(b->flags & TB_PENDING))
 		return 0;
 	c = cpu_counters();
-	emit_pending(b, user_stack_of(0, cur, 0, &w->s, 0, c), c);
+	emit_pending(b, user_stack_of(0, cur, 0, &w->s, 0, MEMO_BLOCKED, c), c);
 	return 0;
 }
 
@@ -88,7 +88,8 @@ static __always_inline int defer_user_stack(struct task_struct *t, struct offwak
 	if (!cfg.kernel_user_walker && same_memory_as_current(t)) {
 		/* A thread of the process on the CPU now: its memory is the current one, so its
 		 * stack is walked here, at no more cost than at switch-out. */
-		b->pending.user_stack_id = user_stack_of(0, t, 0, scratch_slot(SLOT_SWITCH), unwind_cache_slot_ok(SLOT_SWITCH), c);
+		b->pending.user_stack_id = user_stack_of(0, t, 0, scratch_slot(SLOT_SWITCH),
+							    unwind_cache_slot_ok(SLOT_SWITCH), MEMO_NONE, c);
 		return 0;
 	}
 	if (!cfg.user_task_work) {

@@ -77,6 +77,18 @@ static __always_inline int duration_kept(__u64 delta, __u64 keep_ns)
 	return offwake_duration_kept(delta, keep_ns, cfg.max_block_ns);
 }
 
+/* Lazily, whether a block starting now, kept once it is `keep_ns` long, has its user stack
+ * walked at switch-out rather than deferred until it is known to be kept: if the task's last
+ * block (`last_ns` long, 0 if none was seen) would have been kept. Walked now, a stack costs
+ * its walk, wasted if the block is dropped; deferred, it costs a task work and a cold walk
+ * from another context, for kept blocks only. With sampling the threshold is drawn anew for
+ * each block, so this follows the draw: a thread whose blocks last about d has a block's
+ * stack walked now with probability d/P, about the blocks that are kept. */
+static __always_inline int walk_at_switch_out(__u64 keep_ns, __u64 last_ns)
+{
+	return last_ns >= keep_ns;
+}
+
 /* Who a task is: its start time tells a reused pid apart, its exec count an exec. */
 static __always_inline __u64 task_ident(struct task_struct *t)
 {

@@ -82,7 +82,6 @@ struct {
 #define TB_WAKE_ON_CPU OFFWAKE_TB_WAKE_ON_CPU
 #define TB_DEFER_USER OFFWAKE_TB_DEFER_USER
 #define TB_PENDING OFFWAKE_TB_PENDING
-#define TB_LAST_KEPT OFFWAKE_TB_LAST_KEPT
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -116,11 +115,26 @@ struct {
 /* Per-CPU scratch space for one stack, one slot per program: sys_exit runs with interrupts
  * on, and a wakeup from an interrupt may run the waking program on the same CPU meanwhile. */
 #define WINDOW 2048 /* bytes of user stack read at once (at most to the end of its page) */
+/* The words of a user stack that a walk read, in order: where (from the sp it started from)
+ * and what, for the thread's memo of the walk (walk_memo.bpf.h). A walk that reads more is
+ * not remembered. Two words a frame at most (its return address, the saved rbp), three for a
+ * signal frame. A power of 2. */
+#define WALK_MEMO_WORDS 64
+struct walk_words {
+	__u64 sp0; /* the sp the walk started from */
+	__u64 at;  /* the address of the word being noted */
+	__u32 n;   /* words read, the first WALK_MEMO_WORDS of them below */
+	__u32 reserved;
+	__u32 off[WALK_MEMO_WORDS];
+	__u64 val[WALK_MEMO_WORDS];
+};
+
 struct scratch {
 	struct offwake_stored_stack st;
 	__u64 win_start;
 	__u64 win_len;
 	__u8 window[WINDOW + 16];
+	struct walk_words read; /* what the last walk in this slot read (stack_read.bpf.h) */
 };
 enum { SLOT_SWITCH, SLOT_WAKING, SLOT_SYSCALL, SLOT_OTHER, NR_SLOTS };
 

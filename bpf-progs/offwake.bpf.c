@@ -92,15 +92,16 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	b->flags &= ~TB_DEFER_USER;
 	if (prev->flags & PF_NO_USER_STACK) {
 		b->user_stack_id = OFFWAKE_NO_STACK;
-	} else if (lazy() && cfg.user_task_work && !(b->flags & TB_LAST_KEPT)) {
+	} else if (lazy() && cfg.user_task_work && !walk_at_switch_out(b->keep_ns, b->last_ns)) {
 		/* The user registers stay as they are until the task is back in user space,
-		 * whether it entered the kernel by a system call or an exception. A task whose
-		 * last block was kept has its stack walked now instead: walking it later, cold,
+		 * whether it entered the kernel by a system call or an exception. A block
+		 * likely to be kept has its stack walked now instead: walking it later, cold,
 		 * from another task's context, costs more than walking it here. */
 		b->flags |= TB_DEFER_USER;
 	} else {
-		struct pt_regs *regs =
-			lazy() && !(b->flags & TB_LAST_KEPT) ? (struct pt_regs *)bpf_task_pt_regs(prev) : 0;
+		struct pt_regs *regs = lazy() && !walk_at_switch_out(b->keep_ns, b->last_ns)
+					       ? (struct pt_regs *)bpf_task_pt_regs(prev)
+					       : 0;
 
 		/* Inside a system call, the user registers stay as they are until its exit. */
 		if (regs && regs_in_syscall(regs))
@@ -388,7 +389,7 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 	c = cpu_counters();
 	/* Not back in user space yet: its user registers are still those of the block. */
 	if (b->flags & TB_PENDING)
-		emit_pending(b, user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), 0, c), c);
+		emit_pending(b, user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), 0, MEMO_NONE, c), c);
 	if (!b->block_ts || b->block_ts > stop_ns)
 		return 0;
 	if (filtered_out(b, stop_ns - b->block_ts, c)) {
@@ -398,7 +399,7 @@ int offwake_end_blocks(struct bpf_iter__task *ctx)
 	COUNT(c, still_blocked);
 	if (b->flags & TB_DEFER_USER) {
 		b->flags &= ~TB_DEFER_USER;
-		b->user_stack_id = user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), 0, c);
+		b->user_stack_id = user_stack_of(ctx, task, 1, scratch_slot(SLOT_OTHER), 0, MEMO_NONE, c);
 	}
 	e.at = stop_ns;
 	e.kern_stack_id = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(task, scratch_slot(SLOT_OTHER), c);

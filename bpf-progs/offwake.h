@@ -282,6 +282,9 @@ struct offwake_counters {
 	                             * their time is in the weight of the blocks kept */
 	__u64 sample_weighted;      /* ... blocks kept that were shorter than the period: they weigh
 	                             * the period (the others weigh their length) */
+	__u64 user_walks_replayed;  /* user stacks (counted in user_walk_end) that repeated the
+	                             * thread's last walk from the same place, checked word by word
+	                             * and not walked again (walk_memo.bpf.h) */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every
@@ -339,9 +342,6 @@ struct offwake_stored_stack {
                               * scheduler: it belongs to the block that switch-out starts */
 #define OFFWAKE_TB_DEFER_USER 0x4u   /* the open block's user stack is walked when the task returns to user space */
 #define OFFWAKE_TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
-#define OFFWAKE_TB_LAST_KEPT 0x10u   /* the task's last block passed the duration filters: its next
-                                      * one probably will too, so its user stack is walked at
-                                      * switch-out, while the stack is hot, not deferred */
 
 /* What a task left behind when it blocked, and who woke it: the value of the task_blocks
  * task storage map. Shared so that tests can set a task's state from user space. */
@@ -362,6 +362,9 @@ struct offwake_task_block {
 	char waker_comm[OFFWAKE_COMM_LEN];
 	__u64 keep_ns;  /* the open block is kept once it is this long: --min-block, or its
 	                 * sampling threshold (offwake_keep_threshold), drawn when it started */
+	__u64 last_ns;  /* how long the task's last block was, kept or not (0: none seen): a
+	                 * thread's blocks tend to last alike, so a block whose keep_ns its last
+	                 * block reached has its user stack walked at switch-out, while it is hot */
 	/* A finished, kept block waiting for its user stack (OFFWAKE_TB_PENDING). */
 	struct offwake_key pending;
 	__u64 pending_start;

@@ -11,62 +11,7 @@
 
 #include "stacks.bpf.h"
 #include "unwind_tables.bpf.h"
-
-struct walk_ctx {
-	struct scratch *s;
-	struct task_struct *task; /* another task (walk_task_frame), or the current one */
-	const struct offwake_unwind_process *proc; /* its tables; 0: frame pointers only */
-	__u64 pc, sp, bp; /* the registers of the frame last found */
-	__u64 hi;         /* the thread's stack lies below this */
-	__u32 nr;
-	__u32 depth;
-	__u32 exact;      /* pc is where the frame stopped, not a return address: the first frame,
-	                   * and the frame a signal interrupted */
-	__u32 end;        /* OFFWAKE_WALK_*, once the walk has ended */
-	__u32 table_frames, fp_frames;
-	__u32 cached;     /* the per-CPU cache of rules may be used (unwind_frame_rule) */
-	__u32 cache_hits; /* frames whose rule came from the cache; the others were searched */
-};
-
-/* Ends the walk: a bpf_loop callback's "stop". */
-static __always_inline long walk_end(struct walk_ctx *w, __u32 why)
-{
-	w->end = why;
-	return 1;
-}
-
-/* The 8 bytes of stack at `addr`, which must lie between the frame's sp and the top of the
- * thread's stack: the walk never reads anywhere else. The stack is read a window at a time,
- * within one page, so that shallow stacks cost one read. A read that faults costs a page fault
- * with exception fixup, microseconds, and gives nothing. 0, or the OFFWAKE_WALK_* that ends
- * the walk. */
-static __always_inline __u32 stack_word(struct walk_ctx *w, __u64 addr, __u64 *out, int other_task)
-{
-	struct scratch *s = w->s;
-	__u64 len, off;
-	long err;
-
-	if ((addr & 7) || addr < w->sp || addr + 8 > w->hi)
-		return OFFWAKE_WALK_BAD_FRAME;
-	if (addr < s->win_start || addr + 8 > s->win_start + s->win_len) {
-		len = 4096 - (addr & 4095);
-		if (len > WINDOW)
-			len = WINDOW;
-		if (other_task)
-			err = bpf_copy_from_user_task(s->window, len, (void *)addr, w->task, 0);
-		else
-			err = bpf_probe_read_user(s->window, len, (void *)addr);
-		if (err) {
-			s->win_len = 0;
-			return OFFWAKE_WALK_UNREADABLE;
-		}
-		s->win_start = addr;
-		s->win_len = len;
-	}
-	off = (addr - s->win_start) & (WINDOW - 1);
-	*out = *(__u64 *)&s->window[off];
-	return 0;
-}
+#include "walk_memo.bpf.h"
 
 /* The caller's frame is found: its pc (a return address unless `exact`), sp and bp. */
 static __always_inline long next_frame(struct walk_ctx *w, __u64 pc, __u64 sp, __u64 bp, __u32 exact)
@@ -174,14 +119,30 @@ static long walk_task_frame(__u32 i, void *data)
 	return walk_step(data, 1);
 }
 
+/* Counts a walk that ended `end` with these frames: the walk made, or the one it replayed. */
+static __always_inline void count_walk(struct offwake_counters *c, __u32 end, __u32 table_frames, __u32 fp_frames)
+{
+	if (!c)
+		return;
+	barrier_var(end);
+	if (end < OFFWAKE_WALK_ENDS)
+		c->user_walk_end[end]++;
+	c->user_table_frames += table_frames;
+	c->user_fp_frames += fp_frames;
+}
+
 /* Task t's user stack, from the registers it entered the kernel with: the current task's,
  * or (other_task, sleepable programs only) a task that is not running. `cached`: called from
- * the switch or waking program, which may use the cache of unwind rules. */
+ * the switch or waking program, which may use the cache of unwind rules. `role`: the current
+ * task's memo (walk_memo.bpf.h) that the walk replays or is remembered in; MEMO_NONE for
+ * another task's stack. */
 static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int other_task, struct scratch *s,
-					   int cached, struct offwake_counters *c)
+					   int cached, __u32 role, struct offwake_counters *c)
 {
 	struct pt_regs *regs;
 	struct walk_ctx w = {};
+	struct walk_memo_head h = {};
+	__s64 id;
 
 	if (t->flags & PF_NO_USER_STACK)
 		return OFFWAKE_NO_STACK;
@@ -200,11 +161,14 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	s->st.ips[0] = regs_ip(regs);
 	s->win_start = 0;
 	s->win_len = 0;
+	s->read.n = 0;
+	s->read.sp0 = regs_sp(regs);
 	w.s = s;
 	w.task = t;
 	w.pc = regs_ip(regs);
 	w.sp = regs_sp(regs);
 	w.bp = regs_fp(regs);
+	w.sp0 = w.sp;
 	w.hi = w.sp + cfg.user_stack_limit;
 	w.nr = 1;
 	w.depth = cfg.stack_depth;
@@ -216,26 +180,43 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 		if (!w.proc)
 			COUNT(c, user_walk_no_tables);
 	}
+	if (role < MEMO_ROLES) {
+		h.pc = w.pc;
+		h.sp = w.sp;
+		h.bp = w.bp;
+		h.tables = w.proc ? w.proc->generation : 0;
+		id = walk_memo_replay(&h, s, w.hi, role);
+		if (id >= 0) {
+			count_walk(c, h.end, h.table_frames, h.fp_frames);
+			COUNT(c, user_walks_replayed);
+			return id;
+		}
+	}
 	bpf_loop(OFFWAKE_MAX_STACK_DEPTH, other_task ? walk_task_frame : walk_frame, &w, 0);
 	s->st.nr = w.nr;
+	count_walk(c, w.end, w.table_frames, w.fp_frames);
 	if (c) {
-		__u32 end = w.end;
-
-		barrier_var(end);
-		if (end < OFFWAKE_WALK_ENDS)
-			c->user_walk_end[end]++;
-		c->user_table_frames += w.table_frames;
-		c->user_fp_frames += w.fp_frames;
 		c->user_unwind_cache_hits += w.cache_hits;
 		c->user_unwind_searches += w.table_frames + w.fp_frames - w.cache_hits;
 	}
-	return store_stack(s, OFFWAKE_USER, c);
+	id = store_stack(s, OFFWAKE_USER, c);
+	if (role < MEMO_ROLES) {
+		h.stack_id = id;
+		h.words = s->read.n;
+		h.end = w.end;
+		h.table_frames = w.table_frames;
+		h.fp_frames = w.fp_frames;
+		walk_memo_keep(&h, s, role);
+	}
+	return id;
 }
 
-/* The current task's user stack, walked in scratch slot `slot` (SLOT_*). */
+/* The current task's user stack, walked in scratch slot `slot` (SLOT_*), and remembered:
+ * where it wakes another in the waking program's slot, where it blocks in the others. */
 static __always_inline __s64 current_user_stack(void *ctx, __u32 slot, struct offwake_counters *c)
 {
-	return user_stack_of(ctx, bpf_get_current_task_btf(), 0, scratch_slot(slot), unwind_cache_slot_ok(slot), c);
+	return user_stack_of(ctx, bpf_get_current_task_btf(), 0, scratch_slot(slot), unwind_cache_slot_ok(slot),
+			     slot == SLOT_WAKING ? MEMO_WAKER : MEMO_BLOCKED, c);
 }
 
 #endif /* OFFWAKE_USER_STACK_BPF_H */

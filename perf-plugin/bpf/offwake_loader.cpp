@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -223,9 +224,27 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   bpf_program__set_autoload(s->progs.offwake_sys_exit, lazy_capture(o) && !task_work);
   bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o) || cfg_unwind_tables(o));
 
-  // Load.
+  // Load. With -v, the verifier says what each program cost it: its statistics (log level
+  // 4), "processed N insns", against its limit of a million.
+  std::map<std::string, std::string> verifier_stats;
+  if (libbpf_verbosity() >= 1) {
+    bpf_program* p = nullptr;
+    bpf_object__for_each_program(p, s->obj) {
+      std::string& buf = verifier_stats[bpf_program__name(p)];
+      buf.assign(64 * 1024, '\0');
+      bpf_program__set_log_buf(p, buf.data(), buf.size());
+      bpf_program__set_log_level(p, 4);
+    }
+  }
   if (int err = skel::offwake__load(s.get()))
     return machine(with_log(permission_hint(Error("loading BPF object", libbpf_errno(err))), log));
+  for (const auto& [name, buf] : verifier_stats) {
+    const std::string text(buf.c_str());
+    const size_t at = text.find("processed ");
+    if (at != std::string::npos)
+      fprintf(stderr, "perf offwake: BPF program %s: verifier %s\n", name.c_str(),
+              text.substr(at, text.find('\n', at) - at).c_str());
+  }
 
   OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), pc_from_rq.has_value(), lazy_capture(o));
   if (o.timeline) {

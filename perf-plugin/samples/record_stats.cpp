@@ -92,6 +92,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"user_frames_by_frame_pointer", c.user_fp_frames},
       {"user_frames_rule_cached", c.user_unwind_cache_hits},
       {"user_frames_rule_searched", c.user_unwind_searches},
+      {"user_walks_replayed", c.user_walks_replayed},
       {"unwind_tables", unwind.tables},
       {"unwind_table_bytes", unwind.bytes},
       {"unwind_memory_bytes", unwind.capacity_bytes},
@@ -218,6 +219,8 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             u(walks), u(e[OFFWAKE_WALK_COMPLETE]), u(e[OFFWAKE_WALK_DEPTH]), u(e[OFFWAKE_WALK_BAD_FRAME]),
             u(e[OFFWAKE_WALK_UNREADABLE]), u(e[OFFWAKE_WALK_NO_ROW]), u(e[OFFWAKE_WALK_EXPRESSION]),
             u(e[OFFWAKE_WALK_UNSUPPORTED]));
+    if (c.user_walks_replayed)
+      fprintf(out, "; %llu of them the thread's last walk from the same place, replayed", u(c.user_walks_replayed));
     if (s.unwind.used)
       fprintf(out,
               "; %llu before their process had unwind tables; frames: %llu by table, %llu by frame pointer "

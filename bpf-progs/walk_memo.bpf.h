@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A thread's last user stack walk, remembered so that the next one from the same place can be
+ * replayed rather than walked (user_stack.bpf.h).
+ *
+ * A walk is a function of the registers it starts from (pc, sp, bp), the rules of the
+ * process's tables (named by their generation), and the words of the thread's stack it reads,
+ * each at an address that the words before decide. So if a thread enters the kernel again
+ * with the same registers and the same tables, and every word the last walk read still holds
+ * the value it read, this walk would read the same words, find the same frames and end the
+ * same way: its stack is the stored one. Checking that costs the reads alone, not the rule of
+ * each frame nor storing the stack again (hashing and comparing its frames). A thread blocks,
+ * and wakes others, from the same few places with the same callers again and again: a server's
+ * worker waits for its next request in the same loop.
+ *
+ * One memo per thread and role (where it blocks, where it wakes another), in task storage,
+ * for walks of the current task's stack only. Only the thread's own programs use its memos,
+ * one at a time: the switch program as it blocks, the waking program as it wakes another,
+ * the task work or system call exit that walks its parked stack; none runs while another
+ * walks that stack. Both functions are global, verified once on their own: inlined, their
+ * branches doubled the states of the walk around them. */
+#ifndef OFFWAKE_WALK_MEMO_BPF_H
+#define OFFWAKE_WALK_MEMO_BPF_H
+
+#include "stack_read.bpf.h"
+
+enum walk_memo_role {
+	MEMO_BLOCKED = 0, /* the thread's stack where it blocks */
+	MEMO_WAKER = 1,   /* ... where it wakes another thread */
+	MEMO_ROLES = 2,
+	MEMO_NONE = 2,    /* a walk not remembered: another task's stack */
+};
+
+/* A walk: where it started, and what it found. */
+struct walk_memo_head {
+	__u64 pc, sp, bp;  /* the registers it started from */
+	__s64 stack_id;    /* the stack it stored */
+	__u32 tables;      /* the process's tables: their generation, or 0 if it had none */
+	__u32 words;       /* words it read; in a memo, 0: nothing remembered */
+	__u32 end;         /* how it ended (OFFWAKE_WALK_*) */
+	__u16 table_frames, fp_frames; /* its frames, by table and by frame pointer */
+};
+
+struct walk_memo {
+	struct walk_memo_head h;
+	struct walk_words read; /* the words it read */
+};
+
+struct walk_memos {
+	struct walk_memo m[MEMO_ROLES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct walk_memos);
+} walk_memos SEC(".maps");
+
+struct replay_ctx {
+	struct walk_ctx w;          /* the reads: the scratch window and the stack's bounds */
+	const struct walk_memo *m;  /* the memo replayed */
+	__u32 differs;              /* a word differs, or could not be read */
+};
+
+/* One word of a memo: whether the stack still holds what the remembered walk read there. */
+static long replay_word(__u32 i, void *data)
+{
+	struct replay_ctx *r = data;
+	__u64 v;
+
+	if (i >= WALK_MEMO_WORDS || stack_word(&r->w, r->w.sp0 + r->m->read.off[i], &v, 0) ||
+	    v != r->m->read.val[i]) {
+		r->differs = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The stack of the walk that `h` is about to start (pc, sp, bp, tables) from the current
+ * task's registers, if it repeats the one the task's memo for `role` remembers: then `h`
+ * gets how that walk ended and its frames. -1 if not. `s`: the walk's scratch slot, `hi`: the
+ * top of the thread's stack. */
+__noinline __s64 walk_memo_replay(struct walk_memo_head *h, struct scratch *s, __u64 hi, __u32 role)
+{
+	struct replay_ctx r = {};
+	struct walk_memos *memos;
+	const struct walk_memo *m;
+	__u32 n;
+
+	if (!h || !s || role >= MEMO_ROLES)
+		return -1;
+	memos = bpf_task_storage_get(&walk_memos, bpf_get_current_task_btf(), 0, 0);
+	if (!memos)
+		return -1;
+	m = &memos->m[role & 1];
+	n = m->h.words;
+	if (!n || n > WALK_MEMO_WORDS || m->h.pc != h->pc || m->h.sp != h->sp || m->h.bp != h->bp ||
+	    m->h.tables != h->tables)
+		return -1;
+	r.w.s = s;
+	r.w.sp = h->sp;
+	r.w.sp0 = h->sp;
+	r.w.hi = hi;
+	r.m = m;
+	bpf_loop(n, replay_word, &r, 0);
+	if (r.differs)
+		return -1;
+	h->end = m->h.end;
+	h->table_frames = m->h.table_frames;
+	h->fp_frames = m->h.fp_frames;
+	return m->h.stack_id;
+}
+
+/* After the walk `h` of the current task's stack (s->read holds the words it read): the
+ * task's memo for `role` remembers it, if it can be replayed (it was stored, read no more
+ * words than a memo holds, and every read succeeded: a page not present now may be later),
+ * else forgets what it had. Without memory for a memo, nothing is remembered. */
+__noinline int walk_memo_keep(const struct walk_memo_head *h, const struct scratch *s, __u32 role)
+{
+	struct walk_memos *memos;
+	struct walk_memo *m;
+
+	if (!h || !s || role >= MEMO_ROLES)
+		return 0;
+	memos = bpf_task_storage_get(&walk_memos, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!memos)
+		return 0;
+	m = &memos->m[role & 1];
+	if (h->stack_id < 0 || h->words > WALK_MEMO_WORDS || h->end == OFFWAKE_WALK_UNREADABLE) {
+		m->h.words = 0;
+		return 0;
+	}
+	m->read = s->read;
+	m->h = *h;
+	return 1;
+}
+
+#endif /* OFFWAKE_WALK_MEMO_BPF_H */
