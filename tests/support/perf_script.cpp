@@ -1,7 +1,5 @@
 #include "support/perf_script.h"
 
-#include <cstdlib>
-
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -109,10 +107,7 @@ void add_block_counts(std::vector<ScriptSample>& samples, const std::string& dat
   EXPECT_EQ(given, printed.size()) << "offwake-time samples in the payloads but not in perf script's text";
 }
 
-std::string perf612_path() {
-  if (const char* path = std::getenv("OFFWAKE_PERF612"); path && *path) return path;
-  return OFFWAKE_DEPS_PREFIX "/perf-6.12/perf";
-}
+std::string perf612_path() { return OFFWAKE_DEPS_PREFIX "/perf-6.12/perf"; }
 
 uint64_t summary_count(const std::string& record_stderr, const std::string& tail) {
   auto at = record_stderr.find(tail);

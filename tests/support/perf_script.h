@@ -48,7 +48,6 @@ void add_block_counts(std::vector<ScriptSample>& samples, const std::string& dat
 
 // Debian's perf is 6.1. perf 6.12, a second reader, is built by scripts/build-perf612.sh into
 // the deps prefix (OFFWAKE_DEPS_PREFIX); `make -f Makefile.perf test` builds it first.
-// $OFFWAKE_PERF612 names another perf 6.12 (one built into another prefix).
 inline constexpr const char* kDebianPerf = "/usr/bin/perf";
 std::string perf612_path();
 
