@@ -92,7 +92,12 @@ int cmd_record(const std::vector<std::string>& args) {
                              "every TIME (10s, 5m, 1h, 1d) or at SIZE (100M; B, K, M, G)"),
       string_option(0, "switch-max-files", "n", &o.switch_max_files,
                     "with --switch-output: keep only the newest n files"),
-      flag_option('v', "verbose", &o.verbose, "be more verbose (libbpf's messages)"),
+      flag_option('N', "no-buildid-cache", &o.no_buildid_cache,
+                  "do not put the recorded processes' binaries into the build-id cache ($PERF_BUILDID_DIR, "
+                  "else ~/.debug)"),
+      uint_option(0, "buildid-cache-max", "mb", &o.buildid_cache_mb,
+                  "at most this many MiB of binaries added to the build-id cache per recording (default 1024)"),
+      flag_option('v', "verbose", &o.verbose, "be more verbose (libbpf's messages, binaries not cached)"),
       flag_option('q', "quiet", &o.quiet, "do not print the summary"),
   };
   const std::vector<std::string> usage = {"perf offwake record [<options>] [-- <command> [<args>]]"};
@@ -150,7 +155,10 @@ int cmd_record(const std::vector<std::string>& args) {
     return exec_errno ? Workload::exec_failure_status(exec_errno) : kExitFailure;
   }
   if (!o.quiet) print_record_summary(stderr, rec->stats);
-  if (o.verbose) print_unwind_failures(stderr, rec->stats);
+  if (o.verbose) {
+    print_unwind_failures(stderr, rec->stats);
+    print_build_id_cache_failures(stderr, rec->stats);
+  }
   if (rec->workload_signal)
     fprintf(stderr, "[ perf offwake record: the command was killed by signal %d (%s); the recording up to then is kept ]\n",
             rec->workload_signal, strsignal(rec->workload_signal));

@@ -20,6 +20,7 @@
 #include "unwind_row.h"
 #include "samples/block_writer.h"
 #include "samples/offwake_events.h"
+#include "synth/build_id_dir.h"
 #include "synth/host_info.h"
 #include "synth/kernel_maps.h"
 #include "synth/proc_maps.h"
@@ -67,6 +68,8 @@ std::string record_usage_error(const RecordOptions& o) {
   if (o.user_walker != "auto" && o.user_walker != "fp" && o.user_walker != "kernel")
     return "--user-walker takes auto, fp or kernel, not '" + o.user_walker + "'";
   if (o.unwind_memory_mb == 0 || o.unwind_memory_mb > 4096) return "--unwind-memory must be from 1 to 4096 MiB";
+  if (o.buildid_cache_mb == 0 || o.buildid_cache_mb > (1u << 20))
+    return "--buildid-cache-max must be from 1 to 1048576 MiB (--no-buildid-cache for none)";
   if (o.process_entries == 0 || o.process_entries > (1u << 24))
     return "--process-map-size must be from 1 to 16777216";
   if (std::string e = durations_error(o.min_block_us, o.max_block_us, o.sample_period_us); !e.empty()) return e;
@@ -184,6 +187,7 @@ void add_written_counts(RecordStats& total, const RecordStats& w) {
   total.on_cpu_samples += w.on_cpu_samples;
   total.perf_lost += w.perf_lost;
   total.bytes += w.bytes;
+  total.buildid_cache = w.buildid_cache;  // the whole recording's so far
 }
 
 // The recording, with its resources in set-up order (torn down in reverse).
@@ -221,6 +225,7 @@ class Recorder {
   bool system_wide() const;
   Status describe_targets();
   Status describe(const std::vector<perfdata::SampleRecord>& samples);
+  Status write_description(const perfdata::Record& r);
 
   const RecordOptions& opt_;
   const volatile sig_atomic_t& stop_;
@@ -238,6 +243,8 @@ class Recorder {
   // The current file's (with --switch-output, the window's; each file names its own threads).
   std::optional<perfdata::PerfDataWriter> writer_;
   std::optional<BuildIdCache> build_ids_;
+  // The recording's, across files: perf's build-id cache (none with --no-buildid-cache).
+  std::optional<BuildIdDir> binaries_;
   std::optional<ProcessDescriptions> descriptions_;
   std::optional<BlockWriter> blocks_;
   std::set<uint32_t> pseudo_described_;
@@ -348,7 +355,7 @@ bool Recorder::wanted_on_cpu(const perfdata::SampleRecord& s) {
 }
 
 Status Recorder::drain_tracking() {
-  auto emit = [this](const perfdata::Record& d) { return writer_->write(d); };
+  auto emit = [this](const perfdata::Record& d) { return write_description(d); };
   return tracking_->drain([&](const perfdata::Record& r) -> Status {
     source_->tracking(r);
     if (const auto* s = std::get_if<perfdata::SampleRecord>(&r)) {
@@ -409,6 +416,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   auto kmap = kernel_mmap(*kallsyms_);
   if (!kmap) return kmap.error();
   kernel_mmap_ = std::move(kmap).value();
+  if (!opt_.no_buildid_cache) binaries_.emplace(build_id_dir(), opt_.buildid_cache_mb << 20);
   OFFWAKE_TRY(open_file(nullptr));
 
   OFFWAKE_TRY(source_->start());
@@ -545,7 +553,7 @@ Status Recorder::open_file(const ProcessDescriptions* previous) {
   writer_->add_build_id(kernel_build_id_entry());
   // A cache per file: the build ids of binaries no longer mapped do not pile up.
   build_ids_.emplace();
-  auto emit = [this](const perfdata::Record& r) { return writer_->write(r); };
+  auto emit = [this](const perfdata::Record& r) { return write_description(r); };
   auto descriptions = ProcessDescriptions::take(*build_ids_, !system_wide(), emit,
                                                 ProcessDescriptions::kDefaultHoldLimit, switching());
   if (!descriptions) return descriptions.error();
@@ -569,6 +577,7 @@ Status Recorder::open_file(const ProcessDescriptions* previous) {
 // perf's timestamp; the oldest beyond --switch-max-files are removed).
 Status Recorder::close_file(uint64_t time) {
   stats_.duration_ns = time - window_start_;
+  if (binaries_) stats_.buildid_cache = binaries_->counts();
   OFFWAKE_TRY(blocks_->finish(time));
   blocks_.reset();
   const std::string path = switching() ? files_->next_name(opt_.output) : opt_.output;
@@ -600,7 +609,7 @@ bool Recorder::system_wide() const { return opt_.all_cpus || (!workload_ && opt_
 // else the processes the recording is about (the command, not yet exec'd, or -p's). The
 // others wait until a sample names them (describe()).
 Status Recorder::describe_targets() {
-  auto emit = [this](const perfdata::Record& r) { return writer_->write(r); };
+  auto emit = [this](const perfdata::Record& r) { return write_description(r); };
   if (workload_) OFFWAKE_TRY(descriptions_->describe(static_cast<uint32_t>(workload_->pid()), emit));
   for (uint32_t pid : opt_.pids) OFFWAKE_TRY(descriptions_->describe(pid, emit));
   return ok_status();
@@ -613,7 +622,7 @@ Status Recorder::describe_targets() {
 // that need them wherever they are in the file, for there are no FINISHED_ROUND records (see
 // run()). Written before the group, which stays contiguous.
 Status Recorder::describe(const std::vector<perfdata::SampleRecord>& samples) {
-  auto emit = [this](const perfdata::Record& r) { return writer_->write(r); };
+  auto emit = [this](const perfdata::Record& r) { return write_description(r); };
   for (const auto& s : samples) {
     if (const PseudoWaker* p = pseudo_waker_of_tid(s.tid)) {
       if (pseudo_described_.insert(p->tid).second) OFFWAKE_TRY(write_pseudo_waker_comm(*writer_, ids_, *p));
@@ -622,6 +631,26 @@ Status Recorder::describe(const std::vector<perfdata::SampleRecord>& samples) {
     OFFWAKE_TRY(descriptions_->describe(s.pid, emit));
   }
   return ok_status();
+}
+
+// A record that describes a process goes into the file; a mapping of a file first gets what
+// readers need to find its binary after the process is gone: its build id, read through the
+// process when the kernel could not give it (the file may be in another mount namespace, where
+// ours of that name is another file or none), and the binary itself in perf's build-id cache,
+// read now, while the process is likely alive (the kernel's MMAP2 records come here as they
+// are drained, those of processes alive at the start as /proc is read).
+Status Recorder::write_description(const perfdata::Record& r) {
+  const auto* m = std::get_if<perfdata::Mmap2Record>(&r);
+  if (!m || m->pid == UINT32_MAX || !names_binary(m->filename) || (m->build_id.size && !binaries_))
+    return writer_->write(r);
+  perfdata::Mmap2Record mapping = *m;
+  const MappedFile file = mapped_file(mapping);
+  if (mapping.build_id.empty()) mapping.build_id = build_ids_->get(file, mapping.maj, mapping.min, mapping.ino);
+  if (binaries_) {
+    const perfdata::BuildId found = binaries_->add(file, mapping.build_id);
+    if (mapping.build_id.empty()) mapping.build_id = found;
+  }
+  return writer_->write(mapping);
 }
 
 // The last window's aggregates, stamped `time` when they have no time of their own; close_file()

@@ -34,6 +34,10 @@ struct RecordOptions {
   std::string user_walker = "auto";
   uint64_t unwind_memory_mb = 64;
   bool verbose = false, quiet = false;
+  // perf's build-id cache: the recorded processes' binaries go in (not with --no-buildid-cache),
+  // at most this many MiB of them per recording (--buildid-cache-max).
+  bool no_buildid_cache = false;
+  uint64_t buildid_cache_mb = 1024;
   // --on-cpu: a perf sampling event in the same recording.
   bool on_cpu = false;
   std::string event = "cpu-clock";

@@ -107,6 +107,24 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"unwind_mappings_over_limit", unwind.mappings_over_limit},
       {"unwind_process_map_full", unwind.publish_failures},
   };
+  const BuildIdCacheCounts& b = buildid_cache;
+  f.insert(f.end(), {{"buildid_cache_off", !b.enabled},
+                     {"buildid_cache_max_bytes", b.max_bytes},
+                     {"buildid_cache_added_bytes", b.added_bytes},
+                     {"buildid_cache_not_cached", b.not_cached()}});
+  static const std::pair<CacheOutcome, const char*> outcomes[] = {
+      {CacheOutcome::kAdded, "added"},
+      {CacheOutcome::kAlready, "already"},
+      {CacheOutcome::kGone, "process_gone"},
+      {CacheOutcome::kPermission, "permission"},
+      {CacheOutcome::kNotElf, "not_elf"},
+      {CacheOutcome::kNoBuildId, "no_build_id"},
+      {CacheOutcome::kChanged, "changed"},
+      {CacheOutcome::kOverCap, "over_cap"},
+      {CacheOutcome::kWriteFailed, "write_failed"},
+      {CacheOutcome::kBadName, "unsafe_name"},
+  };
+  for (const auto& [o, name] : outcomes) f.emplace_back(std::string("buildid_cache_") + name, b.count(o));
   const std::pair<const char*, const StackLosses*> halves[] = {{"kernel", &kernel_missing}, {"user", &user_missing}};
   for (const auto& [half, l] : halves) {
     const std::string p = std::string("missing_") + half + "_stacks";
@@ -165,6 +183,28 @@ unsigned long long u(uint64_t v) { return static_cast<unsigned long long>(v); }
 void print_unwind_failures(FILE* out, const RecordStats& s) {
   for (const std::string& why : s.unwind.failed) fprintf(out, "perf offwake record: no unwind table: %s\n", why.c_str());
 }
+
+void print_build_id_cache_failures(FILE* out, const RecordStats& s) {
+  for (const std::string& why : s.buildid_cache.failed)
+    fprintf(out, "perf offwake record: not in the build-id cache: %s\n", why.c_str());
+}
+
+namespace {
+
+void print_build_id_cache_summary(FILE* out, const BuildIdCacheCounts& b) {
+  if (!b.enabled) return;
+  using O = CacheOutcome;
+  fprintf(out,
+          "[ perf offwake record: build-id cache %s: %llu binaries added (%.1f MB), %llu already there; %llu not "
+          "cached: %llu process gone, %llu permission denied, %llu not ELF, %llu without build id, %llu changed "
+          "since mapped, %llu over the %.0f MB cap, %llu not writable, %llu unsafe names ]\n",
+          b.dir.c_str(), u(b.count(O::kAdded)), b.added_bytes / 1048576.0, u(b.count(O::kAlready)), u(b.not_cached()),
+          u(b.count(O::kGone)), u(b.count(O::kPermission)), u(b.count(O::kNotElf)), u(b.count(O::kNoBuildId)),
+          u(b.count(O::kChanged)), u(b.count(O::kOverCap)), b.max_bytes / 1048576.0, u(b.count(O::kWriteFailed)),
+          u(b.count(O::kBadName)));
+}
+
+}  // namespace
 
 void print_record_summary(FILE* out, const RecordStats& s) {
   const offwake_counters& c = s.counters;
@@ -241,6 +281,7 @@ void print_record_summary(FILE* out, const RecordStats& s) {
               u(w.mappings_over_limit), u(w.publish_failures));
     fprintf(out, " ]\n");
   }
+  print_build_id_cache_summary(out, s.buildid_cache);
   if (s.tracepoint)
     fprintf(out,
             "[ perf offwake record: tracepoint back end: %llu scheduler events lost (ring buffer full), %llu out "

@@ -11,6 +11,7 @@
 #include "callchain/user_stack.h"
 #include "offwake.h"
 #include "perfdata/bytes.h"
+#include "synth/build_id_dir.h"
 #include "util/result.h"
 
 namespace offwake {
@@ -59,6 +60,9 @@ struct RecordStats {
     uint64_t publish_failures = 0;
     std::vector<std::string> failed;  // "path: why", for -v
   } unwind;
+  // The binaries of the recorded processes put into perf's build-id cache (not enabled: with
+  // --no-buildid-cache): the whole recording's so far, in each file.
+  BuildIdCacheCounts buildid_cache;
 
   // Blocks that did not become samples, and wakeups that were not recorded.
   uint64_t lost_blocks() const;
@@ -75,6 +79,8 @@ void print_sampling_summary(FILE* out, const char* command, const RecordStats& s
 void print_user_unwind_summary(FILE* out, const char* command, const UserUnwindCounts& u);
 // -v: each binary whose code is walked by frame pointers for want of a table, and why.
 void print_unwind_failures(FILE* out, const RecordStats& s);
+// -v: each binary that is not in the build-id cache, and why.
+void print_build_id_cache_failures(FILE* out, const RecordStats& s);
 
 // The key=value lines of an encoded section (RecordStats::encode()).
 Result<std::vector<std::pair<std::string, uint64_t>>> decode_record_stats(std::span<const uint8_t> section);

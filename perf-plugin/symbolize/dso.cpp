@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "symbolize/elf_symbols.h"
+#include "synth/build_id_dir.h"
 #include "synth/kernel_maps.h"
 
 namespace offwake::symbolize {
@@ -78,10 +79,10 @@ std::vector<std::string> candidates(const std::string& name, const perfdata::Bui
     }
   }
   if (!id.empty()) {
-    const std::string hex = id.hex();
-    const std::string rel = hex.substr(0, 2) + "/" + hex.substr(2);
-    out.push_back(build_id_cache_dir() + "/.build-id/" + rel + "/elf");
-    out.push_back(build_id_cache_dir() + "/.build-id/" + rel + "/debug");
+    // perf's build-id cache: the binary perf record (or ours) read through the process that
+    // mapped it, found by build id when this host has no such file, or another one.
+    if (std::string cached = build_id_cached_file(build_id_dir(), id); !cached.empty()) out.push_back(cached);
+    out.push_back(build_id_link(build_id_dir(), id) + "/debug");
   }
   if (!name.empty() && name[0] == '/') {
     out.push_back("/usr/lib/debug" + name + ".debug");
@@ -128,12 +129,6 @@ bool load_kallsyms(const std::string& path, SymbolTable& table) {
 }
 
 }  // namespace
-
-std::string build_id_cache_dir() {
-  if (const char* dir = std::getenv("PERF_BUILDID_DIR"); dir && *dir) return dir;
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/root") + "/.debug";
-}
 
 Dso::Dso(std::string name, perfdata::BuildId build_id, DsoKind kind, std::string kallsyms)
     : name_(std::move(name)), build_id_(build_id), kind_(kind), kallsyms_(std::move(kallsyms)) {}
@@ -199,7 +194,7 @@ void Dso::load_kernel() {
   // the copy perf keeps in its build-id cache.
   std::string path = kallsyms_;
   if (!build_id_.empty() && !(build_id_ == kernel_build_id())) {
-    path = build_id_cache_dir() + "/[kernel.kallsyms]/" + build_id_.hex() + "/kallsyms";
+    path = build_id_dir() + "/[kernel.kallsyms]/" + build_id_.hex() + "/kallsyms";
     if (!is_regular_file(path)) {
       state_ = DsoState::kBuildIdMismatch;
       return;

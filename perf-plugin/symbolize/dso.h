@@ -53,7 +53,4 @@ class Dso {
   std::unordered_map<uint64_t, const Symbol*> cache_;
 };
 
-// $HOME/.debug, perf's build-id cache.
-std::string build_id_cache_dir();
-
 }  // namespace offwake::symbolize

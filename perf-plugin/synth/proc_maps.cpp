@@ -65,12 +65,53 @@ Result<std::vector<ProcMapping>> read_proc_maps(pid_t pid) {
   return out;
 }
 
+std::vector<std::string> MappedFile::sources() const {
+  char range[64];
+  snprintf(range, sizeof range, "%llx-%llx", static_cast<unsigned long long>(start),
+           static_cast<unsigned long long>(end));
+  const std::string proc = "/proc/" + std::to_string(pid);
+  return {proc + "/map_files/" + range, proc + "/root" + path};
+}
+
+MappedFile mapped_file(pid_t pid, const ProcMapping& m) { return {pid, m.start, m.end, m.path}; }
+
+MappedFile mapped_file(const perfdata::Mmap2Record& m) {
+  return {static_cast<pid_t>(m.pid), m.start, m.start + m.len, m.filename};
+}
+
+bool names_binary(const std::string& name) {
+  if (name.empty() || name[0] != '/') return false;
+  for (const char* pseudo : {"//anon", "/dev/zero", "/anon_hugepage", "/SYSV"})
+    if (name.rfind(pseudo, 0) == 0) return false;
+  return true;
+}
+
 perfdata::BuildId BuildIdCache::get(const std::string& path) {
   auto it = cache_.find(path);
   if (it != cache_.end()) return it->second;
   perfdata::BuildId id;
   if (auto elf = ElfFile::open(path)) id = elf->build_id();
   cache_.emplace(path, id);
+  return id;
+}
+
+perfdata::BuildId BuildIdCache::get(const MappedFile& f, uint32_t maj, uint32_t min, uint64_t ino) {
+  // Keys that cannot meet a path's: those start with '/'.
+  const std::string key = "dev " + std::to_string(maj) + ":" + std::to_string(min) + " " + std::to_string(ino);
+  if (ino) {
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  }
+  perfdata::BuildId id;
+  bool read = false;
+  for (const std::string& source : f.sources()) {
+    if (auto elf = ElfFile::open(source)) {
+      id = elf->build_id();
+      read = true;
+      break;
+    }
+  }
+  // Unreadable (the process gone) is not remembered: another mapping of the file may be.
+  if (ino && read) cache_.emplace(key, id);
   return id;
 }
 
@@ -108,7 +149,9 @@ Status synthesize_process(pid_t pid, BuildIdCache& build_ids, const RecordCallba
     r.prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
     r.flags = m.perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
     r.filename = m.path.empty() ? "//anon" : m.path;
-    if (!m.path.empty() && m.path[0] == '/') r.build_id = build_ids.get(m.path);
+    // Through the process: its file may be in another mount namespace (a container's), where
+    // our own file of that name, if any, is another.
+    if (names_binary(m.path)) r.build_id = build_ids.get(mapped_file(pid, m), m.maj, m.min, m.ino);
     if (r.build_id.empty()) {
       r.maj = m.maj;
       r.min = m.min;

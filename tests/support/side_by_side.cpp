@@ -90,14 +90,14 @@ SideBySide::~SideBySide() {
 
 // Our BPF programs are attached once sched_switch's is: it is attached last
 // (OffwakeBpf::attach in perf-plugin/bpf/offwake_loader.cpp), after the targets are set.
-bool SideBySide::wait_attached() {
+bool wait_attached(Spawned& offwake, const std::string& err_file) {
   for (int waited = 0; waited < kStartTimeoutMs; waited += kPollMs) {
-    if (!offwake_->running()) {
-      ADD_FAILURE() << "perf offwake record exited before it attached: " << read_file(offwake_err_);
+    if (!offwake.running()) {
+      ADD_FAILURE() << "perf offwake record exited before it attached: " << read_file(err_file);
       return false;
     }
     bool sw = false, wk = false;
-    for (const std::string& tp : attached_tracepoints(offwake_->pid())) {
+    for (const std::string& tp : attached_tracepoints(offwake.pid())) {
       sw |= tp == "sched_switch";
       wk |= tp == "sched_waking";
     }
@@ -107,6 +107,8 @@ bool SideBySide::wait_attached() {
   ADD_FAILURE() << "perf offwake record not attached after " << kStartTimeoutMs << " ms";
   return false;
 }
+
+bool SideBySide::wait_attached() { return offwake::test::wait_attached(*offwake_, offwake_err_); }
 
 bool SideBySide::wait_perf_ack() {
   for (int waited = 0; waited < kStartTimeoutMs; waited += kPollMs) {

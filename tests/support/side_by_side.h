@@ -38,6 +38,11 @@ struct SideBySideRecording {
   std::vector<StackSample> perfs;  // perf script of perf's (kDwarfStackFields)
 };
 
+// Waits until `offwake` (a perf offwake record) has its BPF programs attached to sched_switch
+// and sched_waking, at most 60 s; a recorder that exits first (its stderr in `err_file`) or
+// takes longer is a test failure (false).
+bool wait_attached(Spawned& offwake, const std::string& err_file);
+
 class SideBySide {
  public:
   // Starts perf offwake record, waits until its BPF programs are attached, then starts perf

@@ -3,7 +3,8 @@
  * syscalls are issued inline so that the named functions are the user leaves. The child
  * prints the truth line, with the parent as the waker. With -c CPU the child runs on that CPU
  * only, from before its first read (the parent stays where it was started, e.g. by taskset):
- * waker and wakee on two given CPUs. */
+ * waker and wakee on two given CPUs. With -r 1 the parent prints "ready parent=P child=C"
+ * once the child exists (their pids as the workload sees them: in a container, its own). */
 #define _GNU_SOURCE
 #include <sys/wait.h>
 
@@ -25,7 +26,7 @@ WL_NOINLINE void wl_send_message(int fd)
 
 int main(int argc, char **argv)
 {
-	long count = 20, ms = 20, blocks = 0, child_cpu = -1, i;
+	long count = 20, ms = 20, blocks = 0, child_cpu = -1, ready = 0, i;
 	uint64_t blocked = 0;
 	int fds[2], status;
 	pid_t child;
@@ -34,6 +35,8 @@ int main(int argc, char **argv)
 	for (i = 1; i + 1 < argc; i += 2)
 		if (strcmp(argv[i], "-c") == 0)
 			child_cpu = atol(argv[i + 1]);
+		else if (strcmp(argv[i], "-r") == 0)
+			ready = atol(argv[i + 1]);
 	if (pipe(fds) != 0)
 		return 1;
 	child = fork();
@@ -58,6 +61,10 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	close(fds[0]);
+	if (ready) {
+		printf("ready parent=%d child=%d\n", (int)getpid(), (int)child);
+		fflush(stdout);
+	}
 	for (i = 0; i < count; i++) {
 		wl_pause_ms(ms); /* the child is asleep in read() by now */
 		wl_send_message(fds[1]);
