@@ -27,9 +27,10 @@ bool hex_digits(std::string_view s) {
 
 // One path component: the id it holds, or "".
 std::string_view id_in(std::string_view component) {
-  // A '.' suffix (".scope") goes, then a prefix up to the last '-' or ':'.
-  if (size_t dot = component.rfind('.'); dot != std::string_view::npos) component = component.substr(0, dot);
+  // A prefix up to the last '-' or ':' goes ("docker-", "lxc.payload:"), then a '.' suffix
+  // (".scope").
   if (size_t sep = component.find_last_of("-:"); sep != std::string_view::npos) component = component.substr(sep + 1);
+  if (size_t dot = component.find('.'); dot != std::string_view::npos) component = component.substr(0, dot);
   return component.size() == kContainerIdLength && hex_digits(component) ? component : std::string_view();
 }
 
