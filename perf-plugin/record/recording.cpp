@@ -618,10 +618,10 @@ Status Recorder::describe_targets() {
 
 // Before a group of samples (a block, its waker and hops), the records that name their threads
 // and cgroups, each once: a pseudo-waker's COMM, a process not described yet (a waker from
-// outside, -t's process), a cgroup not described yet. What /proc said at the start is stamped with time 0, as perf stamps what it
-// synthesizes, and the kernel's records with their time: perf sorts them before the samples
-// that need them wherever they are in the file, for there are no FINISHED_ROUND records (see
-// run()). Written before the group, which stays contiguous.
+// outside, -t's process), a cgroup not described yet. What /proc said at the start is stamped
+// with time 0, as perf stamps what it synthesizes, and the kernel's records with their time:
+// perf sorts them before the samples that need them wherever they are in the file, for there
+// are no FINISHED_ROUND records (see run()). Written before the group, which stays contiguous.
 Status Recorder::describe(const std::vector<perfdata::SampleRecord>& samples) {
   auto emit = [this](const perfdata::Record& r) { return writer_->write(r); };
   for (const auto& s : samples) {

@@ -5,7 +5,8 @@
 // PERF_RECORD_CGROUP names it). Then Debian's perf 6.1 (perf report --sort cgroup), perf 6.12
 // (perf script -F cgroup) and our report (--sort cgroup, --cgroup, pprof labels) must put the
 // child's blocked time, as the workload measured it, in the child's cgroup, and show that its
-// waker was in the other one. With --namespaces, under unshare --pid, the samples carry host
+// waker was in the other one: recorded by either back end, or converted from perf's own
+// recording. With --namespaces, under unshare --pid, the samples carry host
 // pids and perf's namespace records give the process its own pid namespace.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -125,12 +126,13 @@ struct CgroupRun {
   Truth truth;
 };
 
-// `options` of perf offwake record; `launcher` runs the workload's shell (taskset).
-void record_in_cgroups(CgroupRun& r, const std::string& options, const std::string& launcher = "") {
+// `recorder` records the machine into r.data (perf offwake record -a, or perf record);
+// `launcher` runs the workload's shell (taskset).
+void record_in_cgroups(CgroupRun& r, const std::string& recorder, const std::string& launcher = "") {
   ASSERT_EQ(r.waker.error(), "");
   const std::string shell = "echo $$ > " + r.waker.procs() + " && mkdir " + r.blocked.dir() + " && " + kWorkloads +
                             "wl_pipe -n 20 -m 20 -g " + r.blocked.procs() + " && rmdir " + r.blocked.dir();
-  r.record = run(kOffwake + " record -a " + options + " -o " + r.data + " -- " + launcher + " sh -c '" + shell + "'");
+  r.record = run(recorder + " -- " + launcher + " sh -c '" + shell + "'");
   ASSERT_EQ(r.record.status, 0) << r.record.err;
   const std::vector<Truth> truth = parse_truth(r.record.out);
   ASSERT_EQ(truth.size(), 1u) << r.record.out;
@@ -241,9 +243,13 @@ void expect_pprof_labels(const CgroupRun& r, const std::string& container) {
   expect_near_truth(static_cast<double>(ns), r.truth.blocked_ns, "pprof\n" + raw.out.substr(0, 3000));
 }
 
+std::string offwake_record(const CgroupRun& r, const std::string& options = "") {
+  return kOffwake + " record -a " + options + " -o " + r.data;
+}
+
 TEST(Cgroups, BpfSamplesNameTheBlockedAndTheWakersCgroups) {
   CgroupRun r;
-  record_in_cgroups(r, "");
+  record_in_cgroups(r, offwake_record(r));
   expect_cgroups_read(r);
   expect_pprof_labels(r, container_like_id(static_cast<unsigned>(getpid())));
 }
@@ -251,7 +257,21 @@ TEST(Cgroups, BpfSamplesNameTheBlockedAndTheWakersCgroups) {
 TEST(Cgroups, TracepointSamplesNameTheBlockedAndTheWakersCgroups) {
   CgroupRun r;
   // On CPU 0, as the other tracepoint tests: the tracepoints miss wakeups on an idle CPU 1.
-  record_in_cgroups(r, "--backend tracepoint", "taskset -c 0");
+  record_in_cgroups(r, offwake_record(r, "--backend tracepoint"), "taskset -c 0");
+  expect_cgroups_read(r);
+}
+
+// perf offwake convert of Debian perf's own recording with --all-cgroups: the cgroups of its
+// tracepoint samples become the blocks' and the wakers', its PERF_RECORD_CGROUP records are
+// carried over.
+TEST(Cgroups, ConvertKeepsAStockRecordingsCgroups) {
+  CgroupRun r;
+  const std::string stock = r.dir.file("stock.data");
+  record_in_cgroups(r,
+                    std::string(kDebianPerf) + " record -q --all-cgroups -e sched:sched_switch -e sched:sched_waking -g -a -o " + stock,
+                    "taskset -c 0");
+  auto convert = run(kOffwake + " convert -i " + stock + " -o " + r.data);
+  ASSERT_EQ(convert.status, 0) << convert.err;
   expect_cgroups_read(r);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <optional>
 #include <random>
 
 #include "perfdata/format.h"
@@ -185,6 +186,24 @@ TEST(SampleEncoder, ExactByteLayout) {
   EXPECT_EQ(*bytes, Bytes(std::begin(expected), std::end(expected)));
 }
 
+// `s` of user mode encodes to exactly `expected` and decodes back to itself; the decoded sample.
+std::optional<SampleRecord> expect_bytes_and_back(const perf_event_attr& a, const SampleRecord& s,
+                                                  std::span<const uint8_t> expected) {
+  auto bytes = encode_sample(a, s);
+  if (!bytes) {
+    ADD_FAILURE() << bytes.error().message();
+    return std::nullopt;
+  }
+  EXPECT_EQ(*bytes, Bytes(expected.begin(), expected.end()));
+  auto back = decode_sample(a, PERF_RECORD_MISC_USER, std::span(*bytes).subspan(8));
+  if (!back) {
+    ADD_FAILURE() << back.error().message();
+    return std::nullopt;
+  }
+  EXPECT_EQ(*back, s);
+  return *back;
+}
+
 // REGS_USER, STACK_USER and DATA_SRC as perf record --call-graph dwarf writes them: abi and one
 // u64 per bit of sample_regs_user; the copy's size, its bytes (the unfilled ones zero here) and
 // how many the kernel filled; the data source.
@@ -211,12 +230,8 @@ TEST(SampleEncoder, ExactByteLayoutOfAStackCopy) {
   };
   static_assert(sizeof expected == 80);
   const perf_event_attr a = attr_with(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_DATA_SRC);
-  auto bytes = encode_sample(a, s);
-  ASSERT_TRUE(bytes) << bytes.error().message();
-  EXPECT_EQ(*bytes, Bytes(std::begin(expected), std::end(expected)));
-  auto back = decode_sample(a, PERF_RECORD_MISC_USER, std::span(*bytes).subspan(8));
-  ASSERT_TRUE(back) << back.error().message();
-  EXPECT_EQ(*back, s);
+  const std::optional<SampleRecord> back = expect_bytes_and_back(a, s, expected);
+  ASSERT_TRUE(back);
   EXPECT_EQ(back->user_stack.reg(8), 0x13u);  // PERF_REG_X86_IP
   EXPECT_EQ(back->user_stack.reg(1), std::nullopt);  // not in the mask
   EXPECT_FALSE(back->user_stack.stack_copy_full());  // 8 of 16 bytes: the stack's top was reached
@@ -236,13 +251,7 @@ TEST(SampleEncoder, CgroupComesLastAfterDataSrc) {
       0x31, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // DATA_SRC
       0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // CGROUP
   };
-  const perf_event_attr a = attr_with(PERF_SAMPLE_PERIOD | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_CGROUP);
-  auto bytes = encode_sample(a, s);
-  ASSERT_TRUE(bytes) << bytes.error().message();
-  EXPECT_EQ(*bytes, Bytes(std::begin(expected), std::end(expected)));
-  auto back = decode_sample(a, PERF_RECORD_MISC_USER, std::span(*bytes).subspan(8));
-  ASSERT_TRUE(back) << back.error().message();
-  EXPECT_EQ(*back, s);
+  expect_bytes_and_back(attr_with(PERF_SAMPLE_PERIOD | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_CGROUP), s, expected);
 }
 
 // A task without user context (a kernel thread, an exiting task): abi NONE and no registers;
