@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -247,11 +248,46 @@ std::string offwake_record(const CgroupRun& r, const std::string& options = "") 
   return kOffwake + " record -a " + options + " -o " + r.data;
 }
 
+// perf offwake script's dicts: the child's offwake-time samples in its cgroup, with the
+// container id, and those its parent woke with the parent's cgroup in 'waker'.
+void expect_script_dicts(const CgroupRun& r, const std::string& container) {
+  const std::string printer = r.dir.file("cgroups.py");
+  std::ofstream(printer) << "def process_event(d):\n"
+                            "    if d['ev_name'] != 'offwake-time' or d['sample']['tid'] != " << r.truth.tid << ":\n"
+                            "        return\n"
+                            "    w = d.get('waker', {})\n"
+                            "    print(d['sample']['period'], d['cgroup_id'] != 0, d['cgroup'], d.get('container', '-'),\n"
+                            "          w.get('tid'), w.get('cgroup'), w.get('container', '-'))\n";
+  auto out = run(kOffwake + " script -i " + r.data + " -s " + printer);
+  ASSERT_EQ(out.status, 0) << out.err;
+  std::istringstream lines(out.out);
+  uint64_t ns = 0, woken_by_parent = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    uint64_t period = 0;
+    std::string has_id, cgroup, cont, waker_tid, waker_cgroup, waker_cont;
+    f >> period >> has_id >> cgroup >> cont >> waker_tid >> waker_cgroup >> waker_cont;
+    EXPECT_EQ(has_id, "True") << line;
+    if (cgroup != r.blocked.path()) continue;  // a block while it moved there
+    EXPECT_EQ(cont, container) << line;
+    ns += period;
+    if (waker_tid == std::to_string(r.truth.waker_tid)) {
+      EXPECT_EQ(waker_cgroup, r.waker.path()) << line;
+      EXPECT_EQ(waker_cont, "-") << line;
+      ++woken_by_parent;
+    }
+  }
+  EXPECT_GT(woken_by_parent, 0u) << out.out;
+  expect_near_truth(static_cast<double>(ns), r.truth.blocked_ns, "perf offwake script\n" + out.out);
+}
+
 TEST(Cgroups, BpfSamplesNameTheBlockedAndTheWakersCgroups) {
   CgroupRun r;
   record_in_cgroups(r, offwake_record(r));
   expect_cgroups_read(r);
-  expect_pprof_labels(r, container_like_id(static_cast<unsigned>(getpid())));
+  const std::string container = container_like_id(static_cast<unsigned>(getpid()));
+  expect_pprof_labels(r, container);
+  expect_script_dicts(r, container);
 }
 
 TEST(Cgroups, TracepointSamplesNameTheBlockedAndTheWakersCgroups) {
