@@ -45,6 +45,7 @@ static __always_inline void key_of_block(struct offwake_key *key, struct task_st
 	key->kern_stack_id = kern;
 	key->user_stack_id = b->user_stack_id;
 	key->state = b->state;
+	key->cgroup_id = b->cgroup_id;
 	/* The comm at the end of the block: the thread could not rename itself while blocked. */
 	__builtin_memcpy(key->comm, t->comm, sizeof(key->comm));
 }

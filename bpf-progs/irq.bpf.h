@@ -56,6 +56,7 @@ static __always_inline void set_irq_waker(struct offwake_task_block *b, __u32 ir
 	b->waker_tgid = 0;
 	b->waker_tid = 0;
 	b->waker_ident = 0;
+	b->waker_cgroup_id = 0;
 	b->waker_user_stack_id = OFFWAKE_NO_STACK;
 	offwake_irq_waker_comm(irq, b->waker_comm);
 }

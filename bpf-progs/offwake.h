@@ -100,6 +100,7 @@ struct offwake_hop {
 	__s64 waker_kern_stack_id;
 	__s64 waker_user_stack_id;
 	char waker_comm[OFFWAKE_COMM_LEN];
+	__u64 waker_cgroup_id;
 };
 
 struct offwake_chain {
@@ -128,6 +129,11 @@ struct offwake_key {
 	__s64 waker_user_stack_id;
 	__u64 ident;             /* blocked task: its start time and exec count, mixed */
 	__u64 waker_ident;       /* waker task, likewise; 0 for interrupt and unknown wakers */
+	/* cgroup v2 ids (bpf_get_current_cgroup_id(), PERF_SAMPLE_CGROUP's), 0 when unknown: the
+	 * blocked thread's when the block started (switch-out), so that blocks of one thread in
+	 * two cgroups are two samples; the waker's at sched_waking (0 for interrupt wakers). */
+	__u64 cgroup_id;
+	__u64 waker_cgroup_id;
 	char comm[OFFWAKE_COMM_LEN];       /* blocked thread, at switch-out */
 	char waker_comm[OFFWAKE_COMM_LEN]; /* waker thread, at sched_waking */
 	/* --chain-depth > 1 only: the aggregation map's key, and a timeline event, end after
@@ -146,6 +152,7 @@ struct offwake_key {
 		(dst)->waker_ident = (src)->waker_ident;                                           \
 		(dst)->waker_kern_stack_id = (src)->waker_kern_stack_id;                           \
 		(dst)->waker_user_stack_id = (src)->waker_user_stack_id;                           \
+		(dst)->waker_cgroup_id = (src)->waker_cgroup_id;                                   \
 		__builtin_memcpy((dst)->waker_comm, (src)->waker_comm, sizeof((dst)->waker_comm)); \
 	} while (0)
 
@@ -360,6 +367,8 @@ struct offwake_task_block {
 	__s64 waker_kern_stack_id;
 	__s64 waker_user_stack_id;
 	char waker_comm[OFFWAKE_COMM_LEN];
+	__u64 waker_cgroup_id;
+	__u64 cgroup_id; /* of the open block: the task's at switch-out */
 	__u64 keep_ns;  /* the open block is kept once it is this long: --min-block, or its
 	                 * sampling threshold (offwake_keep_threshold), drawn when it started */
 	__u64 last_ns;  /* how long the task's last block was, kept or not (0: none seen): a

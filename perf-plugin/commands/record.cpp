@@ -57,6 +57,7 @@ int cmd_record(const std::vector<std::string>& args) {
                     "sample blocks by time: keep a block of d with probability d/usecs, weighted usecs "
                     "(longer ones all, exactly); times become unbiased estimates"),
       string_option('G', "cgroup", "path", &o.cgroup, "only tasks in this cgroup v2 directory (and below)"),
+      flag_option(0, "namespaces", &o.namespaces, "record the namespaces of the processes described (as perf record)"),
       double_option(0, "duration", "secs", &o.duration, "stop after this many seconds"),
       uint_option(0, "stack-storage-size", "n", &o.stack_entries, "entries of the BPF stack map (default 16384)"),
       uint_option(0, "map-size", "n", &o.map_entries, "entries of the BPF aggregation map (default 16384)"),

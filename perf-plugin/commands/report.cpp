@@ -78,6 +78,33 @@ Status parse_ids(const std::string& what, const std::string& text, std::set<uint
   return ok_status();
 }
 
+// --sort: an order (time, count, avg, max) and, first, cgroup to group the rows by cgroup.
+Status parse_sort(const std::string& text, report::StdioOptions& so) {
+  static const std::pair<const char*, report::SortKey> kKeys[] = {{"time", report::SortKey::kTime},
+                                                                   {"count", report::SortKey::kCount},
+                                                                   {"avg", report::SortKey::kAvg},
+                                                                   {"max", report::SortKey::kMax}};
+  const std::vector<std::string> keys = split_list(text);
+  const auto bad = [&] {
+    return Error::usage("--sort takes one of time, count, avg, max, or cgroup before one of them, not '" + text + "'",
+                        EINVAL);
+  };
+  size_t i = 0;
+  if (!keys.empty() && keys[0] == "cgroup") {
+    so.by_cgroup = true;
+    ++i;
+  }
+  if (keys.size() - i > 1 || keys.empty()) return bad();
+  if (i == keys.size()) return ok_status();  // cgroup alone: by time within each
+  for (const auto& [name, key] : kKeys) {
+    if (keys[i] == name) {
+      so.sort = key;
+      return ok_status();
+    }
+  }
+  return bad();
+}
+
 // Progress on stderr once reading has taken a second: a bar on a terminal, else a line
 // every 10%.
 class ProgressReporter {
@@ -166,7 +193,7 @@ int usage_error(const std::string& message) {
 
 int cmd_report(const std::vector<std::string>& args) {
   std::vector<std::string> inputs;
-  std::string svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids;
+  std::string svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids, cgroups;
   bool stdio = false, folded = false, wallclock = false;
   report::Filters filters;
   report::StdioOptions so;
@@ -186,11 +213,14 @@ int cmd_report(const std::vector<std::string>& args) {
       string_option(0, "comm", "comm[,comm...]", &comms, "only these blocked (or sampled) threads' comms"),
       string_option(0, "pid", "pid[,pid...]", &pids, "only these processes"),
       string_option(0, "tid", "tid[,tid...]", &tids, "only these threads"),
+      string_option(0, "cgroup", "path[,path...]", &cgroups,
+                    "only threads in these cgroups or below (paths as perf report --sort cgroup shows them)"),
       string_option(0, "min", "time|share", &min_text, "leave out stacks below this (1ms, 250us, 0.5%)"),
       flag_option(0, "kernel-only", &filters.kernel_only, "kernel frames only"),
       flag_option(0, "user-only", &filters.user_only, "user frames only"),
       flag_option(0, "no-waker", &filters.no_waker, "blocked stacks only, without their wakers"),
-      string_option(0, "sort", "key", &sort, "table order: time (default), count, avg, max"),
+      string_option(0, "sort", "key[,key]", &sort,
+                    "table order: time (default), count, avg, max; cgroup: grouped by cgroup first"),
       flag_option(0, "per-thread", &so.per_thread, "the table: a row per blocked thread, its stacks summed"),
       flag_option(0, "wallclock", &wallclock, "on-CPU and off-CPU time per stack in one view (--on-cpu recordings)"),
   };
@@ -206,16 +236,16 @@ int cmd_report(const std::vector<std::string>& args) {
   if (filters.kernel_only && filters.user_only) return usage_error("--kernel-only and --user-only exclude each other");
   if (unit != "ns" && unit != "us") return usage_error("--unit must be ns or us, not '" + unit + "'");
   so.input = input;
-  if (sort == "time") so.sort = report::SortKey::kTime;
-  else if (sort == "count") so.sort = report::SortKey::kCount;
-  else if (sort == "avg") so.sort = report::SortKey::kAvg;
-  else if (sort == "max") so.sort = report::SortKey::kMax;
-  else return usage_error("--sort must be time, count, avg or max, not '" + sort + "'");
+  if (Status s = parse_sort(sort, so); !s) return usage_error(s.error().message());
   Minimum minimum;
   if (!min_text.empty()) {
     if (Status s = parse_minimum(min_text, &minimum); !s) return usage_error(s.error().message());
   }
   for (const auto& c : split_list(comms)) filters.comms.insert(c);
+  for (const auto& c : split_list(cgroups)) {
+    if (c[0] != '/') return usage_error("--cgroup '" + c + "': a cgroup path starts with '/' (as perf report --sort cgroup shows it)");
+    filters.cgroups.insert(c);
+  }
   if (!pids.empty()) {
     if (Status s = parse_ids("pid", pids, &filters.pids); !s) return usage_error(s.error().message());
   }

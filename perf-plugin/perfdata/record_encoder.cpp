@@ -80,6 +80,29 @@ Result<Bytes> encode_lost_samples(const perf_event_attr& id_attr, const LostSamp
   return finish_record(std::move(w));
 }
 
+Result<Bytes> encode_cgroup(const perf_event_attr& id_attr, const CgroupRecord& r) {
+  ByteWriter w;
+  begin_record(w, PERF_RECORD_CGROUP, 0);
+  w.put<uint64_t>(r.id);
+  w.put_padded_string(r.path, 8);
+  put_sample_id(w, id_attr, r.sample_id);
+  return finish_record(std::move(w));
+}
+
+Result<Bytes> encode_namespaces(const perf_event_attr& id_attr, const NamespacesRecord& r) {
+  ByteWriter w;
+  begin_record(w, PERF_RECORD_NAMESPACES, 0);
+  w.put<uint32_t>(r.pid);
+  w.put<uint32_t>(r.tid);
+  w.put<uint64_t>(r.namespaces.size());
+  for (const NamespaceLink& l : r.namespaces) {
+    w.put<uint64_t>(l.dev);
+    w.put<uint64_t>(l.ino);
+  }
+  put_sample_id(w, id_attr, r.sample_id);
+  return finish_record(std::move(w));
+}
+
 Bytes encode_finished_round() {
   ByteWriter w;
   begin_record(w, kRecordFinishedRound, 0);
@@ -180,6 +203,39 @@ static Result<Record> decode_task(const perf_event_attr& a, bool exit, ByteReade
   return Record{t};
 }
 
+static Result<Record> decode_cgroup(const perf_event_attr& a, ByteReader& r) {
+  CgroupRecord c;
+  OFFWAKE_TRY(r.read(c.id));
+  const size_t trailer = sample_id_size(a);
+  if (r.remaining() < trailer) return Error::bad_input("cgroup record: too short for its sample_id");
+  auto path = r.get_fixed_string(r.remaining() - trailer);
+  if (!path) return path.error();
+  c.path = *path;
+  auto sid = get_sample_id(r, a);
+  if (!sid) return sid.error();
+  c.sample_id = *sid;
+  return Record{c};
+}
+
+static Result<Record> decode_namespaces(const perf_event_attr& a, ByteReader& r) {
+  NamespacesRecord n;
+  uint64_t nr = 0;
+  OFFWAKE_TRY(r.read(n.pid));
+  OFFWAKE_TRY(r.read(n.tid));
+  OFFWAKE_TRY(r.read(nr));
+  if (nr > r.remaining() / sizeof(NamespaceLink))
+    return Error::bad_input("namespaces record: " + std::to_string(nr) + " namespaces overrun the record");
+  n.namespaces.resize(nr);
+  for (NamespaceLink& l : n.namespaces) {
+    OFFWAKE_TRY(r.read(l.dev));
+    OFFWAKE_TRY(r.read(l.ino));
+  }
+  auto sid = get_sample_id(r, a);
+  if (!sid) return sid.error();
+  n.sample_id = *sid;
+  return Record{n};
+}
+
 Result<Record> decode_record(const perf_event_attr& id_attr, const perf_event_header& h,
                              std::span<const uint8_t> payload) {
   ByteReader r(payload, "record type " + std::to_string(h.type));
@@ -188,6 +244,8 @@ Result<Record> decode_record(const perf_event_attr& id_attr, const perf_event_he
     case PERF_RECORD_MMAP2: return decode_mmap2(id_attr, h.misc, r);
     case PERF_RECORD_FORK: return decode_task(id_attr, false, r);
     case PERF_RECORD_EXIT: return decode_task(id_attr, true, r);
+    case PERF_RECORD_CGROUP: return decode_cgroup(id_attr, r);
+    case PERF_RECORD_NAMESPACES: return decode_namespaces(id_attr, r);
     case PERF_RECORD_LOST: {
       LostRecord l;
       OFFWAKE_TRY(r.read(l.id));

@@ -14,6 +14,8 @@ Result<Bytes> encode_mmap2(const perf_event_attr& id_attr, const Mmap2Record& r)
 Result<Bytes> encode_task(const perf_event_attr& id_attr, const TaskRecord& r);
 Result<Bytes> encode_lost(const perf_event_attr& id_attr, const LostRecord& r);
 Result<Bytes> encode_lost_samples(const perf_event_attr& id_attr, const LostSamplesRecord& r);
+Result<Bytes> encode_cgroup(const perf_event_attr& id_attr, const CgroupRecord& r);
+Result<Bytes> encode_namespaces(const perf_event_attr& id_attr, const NamespacesRecord& r);
 Bytes encode_finished_round();
 Bytes encode_finished_init();
 

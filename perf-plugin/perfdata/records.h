@@ -52,6 +52,10 @@ struct SampleRecord {
   // sample_regs_user), as perf record --call-graph dwarf takes them.
   UserStackDump user_stack;
   uint64_t data_src = 0;  // PERF_SAMPLE_DATA_SRC (perf record --call-graph dwarf asks for it)
+  // PERF_SAMPLE_CGROUP: the cgroup v2 id of the sampled task (of the blocked thread in an
+  // offwake-time sample, of the waker in an offwake-waker one); 0: none. Its path is in a
+  // CgroupRecord with that id.
+  uint64_t cgroup = 0;
   bool operator==(const SampleRecord&) const = default;
 };
 
@@ -106,6 +110,30 @@ struct LostSamplesRecord {
   bool operator==(const LostSamplesRecord&) const = default;
 };
 
+// PERF_RECORD_CGROUP: a cgroup's id (its kernfs id, as PERF_SAMPLE_CGROUP and
+// bpf_get_current_cgroup_id() give it) and its path below the cgroup2 mount point ("/" for
+// the root, "/system.slice/foo.service").
+struct CgroupRecord {
+  uint64_t id = 0;
+  std::string path;
+  SampleId sample_id;
+  bool operator==(const CgroupRecord&) const = default;
+};
+
+// PERF_RECORD_NAMESPACES: a thread's namespaces, each as the device and inode of its
+// /proc/PID/ns file, in the kernel's order (net, uts, ipc, pid, user, mnt, cgroup: the
+// NET_NS_INDEX ... enum of linux/perf_event.h).
+struct NamespaceLink {
+  uint64_t dev = 0, ino = 0;
+  bool operator==(const NamespaceLink&) const = default;
+};
+struct NamespacesRecord {
+  uint32_t pid = 0, tid = 0;
+  std::vector<NamespaceLink> namespaces;
+  SampleId sample_id;
+  bool operator==(const NamespacesRecord&) const = default;
+};
+
 struct FinishedRoundRecord {
   bool operator==(const FinishedRoundRecord&) const = default;
 };
@@ -122,6 +150,7 @@ struct OtherRecord {
 };
 
 using Record = std::variant<SampleRecord, CommRecord, Mmap2Record, TaskRecord, LostRecord,
-                            LostSamplesRecord, FinishedRoundRecord, FinishedInitRecord, OtherRecord>;
+                            LostSamplesRecord, CgroupRecord, NamespacesRecord, FinishedRoundRecord,
+                            FinishedInitRecord, OtherRecord>;
 
 }  // namespace offwake::perfdata

@@ -122,6 +122,7 @@ Result<Bytes> encode_sample(const perf_event_attr& attr, const SampleRecord& s) 
     }
   }
   if (t & PERF_SAMPLE_DATA_SRC) w.put<uint64_t>(s.data_src);
+  if (t & PERF_SAMPLE_CGROUP) w.put<uint64_t>(s.cgroup);
   return finish_record(std::move(w));
 }
 
@@ -172,6 +173,7 @@ Result<SampleRecord> decode_sample(const perf_event_attr& attr, uint16_t misc,
   if (t & PERF_SAMPLE_REGS_USER) OFFWAKE_TRY(decode_user_regs(r, attr.sample_regs_user, s.user_stack));
   if (t & PERF_SAMPLE_STACK_USER) OFFWAKE_TRY(decode_user_stack(r, s.user_stack));
   if (t & PERF_SAMPLE_DATA_SRC) OFFWAKE_TRY(r.read(s.data_src));
+  if (t & PERF_SAMPLE_CGROUP) OFFWAKE_TRY(r.read(s.cgroup));
   return s;
 }
 

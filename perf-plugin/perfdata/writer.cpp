@@ -176,6 +176,10 @@ Status PerfDataWriter::write(const LostRecord& r) { return emit_timed(encode_los
 Status PerfDataWriter::write(const LostSamplesRecord& r) {
   return emit_timed(encode_lost_samples(events_[0].attr, r), r.sample_id);
 }
+Status PerfDataWriter::write(const CgroupRecord& r) { return emit_timed(encode_cgroup(events_[0].attr, r), r.sample_id); }
+Status PerfDataWriter::write(const NamespacesRecord& r) {
+  return emit_timed(encode_namespaces(events_[0].attr, r), r.sample_id);
+}
 Status PerfDataWriter::finished_round() { return emit(encode_finished_round()); }
 
 Status PerfDataWriter::end_round() {

@@ -68,6 +68,8 @@ class PerfDataWriter {
   Status write(const TaskRecord& r);
   Status write(const LostRecord& r);
   Status write(const LostSamplesRecord& r);
+  Status write(const CgroupRecord& r);
+  Status write(const NamespacesRecord& r);
   Status write(const Record& r);
   Status finished_round();  // written as asked (tests, copies of another file's records)
   Status finished_init();

@@ -281,6 +281,7 @@ Status Converter::sched_sample(const perfdata::SampleRecord& s, sched::SchedKind
   e.tid = s.tid;
   e.callchain = s.callchain;
   e.user_stack = s.user_stack;
+  e.cgroup = s.cgroup;  // with perf record --all-cgroups
   stats_.callchains_cut += e.callchain.cut();
   auto d = decoder_->decode(s.raw, e);
   if (!d) return d.error().context(opt_.input + ": sample at offset " + hex(offset));
@@ -310,8 +311,8 @@ Status Converter::switch_in(const perfdata::OtherRecord& r, uint64_t offset) {
   return ok_status();
 }
 
-// Threads and mappings go into the output with its sample_id layout, and tell the pairer
-// about forks, execs and exits.
+// Threads, mappings, cgroups and namespaces go into the output with its sample_id layout; the
+// first three tell the pairer about forks, execs and exits.
 Status Converter::carry(Record r) {
   perfdata::SampleId* sid = nullptr;
   if (auto* c = std::get_if<perfdata::CommRecord>(&r)) {
@@ -339,6 +340,10 @@ Status Converter::carry(Record r) {
     stats_.perf_lost += l->lost;
     l->id = ids_.time;
     sid = &l->sample_id;
+  } else if (auto* g = std::get_if<perfdata::CgroupRecord>(&r)) {
+    sid = &g->sample_id;  // --all-cgroups: the paths of the samples' cgroups
+  } else if (auto* n = std::get_if<perfdata::NamespacesRecord>(&r)) {
+    sid = &n->sample_id;  // --namespaces
   } else if (auto* ls = std::get_if<perfdata::LostSamplesRecord>(&r)) {
     stats_.perf_lost += ls->lost;
     return ok_status();  // ours says how many blocks were lost

@@ -21,6 +21,7 @@
 #include "samples/block_writer.h"
 #include "samples/offwake_events.h"
 #include "synth/build_id_dir.h"
+#include "synth/cgroups.h"
 #include "synth/host_info.h"
 #include "synth/kernel_maps.h"
 #include "synth/proc_maps.h"
@@ -186,6 +187,8 @@ void add_written_counts(RecordStats& total, const RecordStats& w) {
   total.sample_stacks += w.sample_stacks;
   total.on_cpu_samples += w.on_cpu_samples;
   total.perf_lost += w.perf_lost;
+  total.cgroups_described += w.cgroups_described;
+  total.cgroups_unnamed += w.cgroups_unnamed;
   total.bytes += w.bytes;
   total.buildid_cache = w.buildid_cache;  // the whole recording's so far
 }
@@ -246,6 +249,7 @@ class Recorder {
   // The recording's, across files: perf's build-id cache (none with --no-buildid-cache).
   std::optional<BuildIdDir> binaries_;
   std::optional<ProcessDescriptions> descriptions_;
+  CgroupNames cgroups_;  // the samples' cgroups, described in each file
   std::optional<BlockWriter> blocks_;
   std::set<uint32_t> pseudo_described_;
   std::string command_;  // the command's name, as given
@@ -362,8 +366,11 @@ Status Recorder::drain_tracking() {
       if (!wanted_on_cpu(*s)) return ok_status();
       ++stats_.on_cpu_samples;
       OFFWAKE_TRY(descriptions_->describe(s->pid, emit));
+      OFFWAKE_TRY(cgroups_.describe(s->cgroup, emit));
       return writer_->write(r);
     }
+    // A cgroup made while recording: its path, for the samples that name it.
+    if (const auto* g = std::get_if<perfdata::CgroupRecord>(&r)) cgroups_.observe(*g);
     if (const auto* l = std::get_if<perfdata::LostRecord>(&r)) {
       stats_.perf_lost += l->lost;
       return writer_->write(r);
@@ -399,7 +406,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     sampling.period = opt_.period;
     sampling.max_stack = static_cast<uint16_t>(source_->stack_depth());
   }
-  auto tracking = TrackingEvents::open(opt_.on_cpu ? &sampling : nullptr);
+  auto tracking = TrackingEvents::open(opt_.on_cpu ? &sampling : nullptr, 128, opt_.namespaces);
   if (!tracking) return tracking.error();
   tracking_.emplace(std::move(tracking).value());
 
@@ -555,7 +562,7 @@ Status Recorder::open_file(const ProcessDescriptions* previous) {
   build_ids_.emplace();
   auto emit = [this](const perfdata::Record& r) { return write_description(r); };
   auto descriptions = ProcessDescriptions::take(*build_ids_, !system_wide(), emit,
-                                                ProcessDescriptions::kDefaultHoldLimit, switching());
+                                                ProcessDescriptions::kDefaultHoldLimit, switching(), opt_.namespaces);
   if (!descriptions) return descriptions.error();
   descriptions_.emplace(std::move(descriptions).value());
   if (previous) {
@@ -563,6 +570,7 @@ Status Recorder::open_file(const ProcessDescriptions* previous) {
     if (!carried) return carried.error();
   }
   pseudo_described_.clear();
+  OFFWAKE_TRY(cgroups_.begin_file(emit));
   OFFWAKE_TRY(describe_targets());
   OFFWAKE_TRY(writer_->finished_init());
   stats_ = RecordStats{};
@@ -578,6 +586,8 @@ Status Recorder::open_file(const ProcessDescriptions* previous) {
 Status Recorder::close_file(uint64_t time) {
   stats_.duration_ns = time - window_start_;
   if (binaries_) stats_.buildid_cache = binaries_->counts();
+  stats_.cgroups_described = cgroups_.described();
+  stats_.cgroups_unnamed = cgroups_.unnamed();
   OFFWAKE_TRY(blocks_->finish(time));
   blocks_.reset();
   const std::string path = switching() ? files_->next_name(opt_.output) : opt_.output;
@@ -615,15 +625,16 @@ Status Recorder::describe_targets() {
   return ok_status();
 }
 
-// Before a group of samples (a block, its waker and hops), the records that name their threads,
-// each once: a pseudo-waker's COMM, a process not described yet (a waker from outside, -t's
-// process). What /proc said at the start is stamped with time 0, as perf stamps what it
-// synthesizes, and the kernel's records with their time: perf sorts them before the samples
-// that need them wherever they are in the file, for there are no FINISHED_ROUND records (see
-// run()). Written before the group, which stays contiguous.
+// Before a group of samples (a block, its waker and hops), the records that name their threads
+// and cgroups, each once: a pseudo-waker's COMM, a process not described yet (a waker from
+// outside, -t's process), a cgroup not described yet. What /proc said at the start is stamped
+// with time 0, as perf stamps what it synthesizes, and the kernel's records with their time:
+// perf sorts them before the samples that need them wherever they are in the file, for there
+// are no FINISHED_ROUND records (see run()). Written before the group, which stays contiguous.
 Status Recorder::describe(const std::vector<perfdata::SampleRecord>& samples) {
   auto emit = [this](const perfdata::Record& r) { return write_description(r); };
   for (const auto& s : samples) {
+    OFFWAKE_TRY(cgroups_.describe(s.cgroup, emit));
     if (const PseudoWaker* p = pseudo_waker_of_tid(s.tid)) {
       if (pseudo_described_.insert(p->tid).second) OFFWAKE_TRY(write_pseudo_waker_comm(*writer_, ids_, *p));
       continue;

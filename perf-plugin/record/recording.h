@@ -27,6 +27,8 @@ struct RecordOptions {
   double min_block_us = 0, max_block_us = 0;
   double sample_period_us = 0;  // --sample-period: time-weighted sampling; 0: every block
   std::string cgroup;
+  // --namespaces: PERF_RECORD_NAMESPACES of the processes described.
+  bool namespaces = false;
   double duration = 0;
   uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0, process_entries = 65536;
   // When and how stacks are taken (see bpf::LoaderOptions).

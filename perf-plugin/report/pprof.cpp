@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "blocks/pseudo_wakers.h"
+#include "report/cgroups.h"
 #include "report/folded.h"
 #include "report/gzip.h"
 #include "report/protobuf_writer.h"
@@ -170,11 +171,13 @@ class PprofEncoder {
     num_label(w, "pid", s.thread.pid);
     num_label(w, "tid", s.thread.tid);
     if (!s.state.empty()) str_label(w, "state", s.state);
+    cgroup_labels(w, "", s.cgroup);
     if (s.waker) {
       str_label(w, "waker_comm", s.waker->comm);
       // "[hardirq]" and the other pseudo threads have a made-up tid: the name says it all.
       if (!pseudo_waker_of_tid(s.waker->tid)) num_label(w, "waker_tid", s.waker->tid);
       if (!s.waker_context.empty()) str_label(w, "waker_context", s.waker_context);
+      cgroup_labels(w, "waker_", s.waker_cgroup);
     }
     // A wakeup chain, as labels too (its stacks are in the locations): how long it is, who
     // woke at each further hop, and why it ends.
@@ -186,6 +189,13 @@ class PprofEncoder {
       str_label(w, "chain_end", s.chain_end);
     }
     return w;
+  }
+
+  // "cgroup" (its path) and, when the path names one, "container" (report/cgroups.h).
+  void cgroup_labels(ProtoWriter& sample, const std::string& prefix, const std::string& cgroup) {
+    if (cgroup.empty()) return;
+    str_label(sample, prefix + "cgroup", cgroup);
+    if (std::string id = container_id(cgroup); !id.empty()) str_label(sample, prefix + "container", id);
   }
 
   void str_label(ProtoWriter& sample, const std::string& key, const std::string& value) {

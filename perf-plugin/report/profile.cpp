@@ -10,11 +10,18 @@
 #include "samples/offwake_events.h"
 #include "samples/offwake_raw.h"
 #include "samples/record_stats.h"
+#include "report/cgroups.h"
 #include "report/sample_stream.h"
 
 namespace offwake::report {
 
 namespace {
+
+// What makes two stacks one: every field but the sums.
+auto stack_identity(const Stack& s) {
+  return std::tie(s.kind, s.thread, s.frames, s.state, s.cgroup, s.waker, s.waker_frames, s.waker_context,
+                  s.waker_cgroup, s.chain, s.chain_end);
+}
 
 using perfdata::EventDesc;
 using perfdata::SampleRecord;
@@ -32,6 +39,7 @@ struct PartsKey {
   const char* context;
   uint32_t chain = 0;            // interned hops 2.. (0: none)
   const char* chain_end = "";    // static string
+  uint32_t cgroup = 0, waker_cgroup = 0;  // interned paths (0: "")
   bool operator==(const PartsKey&) const = default;
 };
 
@@ -40,7 +48,8 @@ struct PartsHash {
     uint64_t h = static_cast<uint64_t>(k.kind);
     for (uint64_t v : {uint64_t{k.thread}, uint64_t{k.frames}, uint64_t{k.waker}, uint64_t{k.waker_frames},
                        reinterpret_cast<uint64_t>(k.state), reinterpret_cast<uint64_t>(k.context),
-                       uint64_t{k.chain}, reinterpret_cast<uint64_t>(k.chain_end)})
+                       uint64_t{k.chain}, reinterpret_cast<uint64_t>(k.chain_end), uint64_t{k.cgroup},
+                       uint64_t{k.waker_cgroup}})
       h = (h ^ v) * 0x100000001B3ull;
     return h;
   }
@@ -78,7 +87,11 @@ class ProfileBuilder : public SampleVisitor {
     threads_.emplace_back();       // id 0: no thread
   }
 
-  void observed(const perfdata::Record&) override {
+  void observed(const perfdata::Record& r) override {
+    if (std::holds_alternative<perfdata::CgroupRecord>(r)) {
+      cgroups_.observe(r);
+      return;  // names no thread and maps nothing
+    }
     chains_.clear();  // names may resolve differently from here on
     thread_ids_by_tid_.clear();
   }
@@ -93,8 +106,12 @@ class ProfileBuilder : public SampleVisitor {
     const bool has_raw = raw.has_value();
     PartsKey key{Kind::kOffCpu, thread_id(blocked), frames_id(blocked), 0, 0,
                  has_raw ? offwake_state_letters(raw->head.state) : "", ""};
+    key.cgroup = cgroup_id(blocked.cgroup);
     if (waker && !filters_.no_waker) {
       key.waker = thread_id(*waker);
+      // The raw data's, as the waker sample's own PERF_SAMPLE_CGROUP (the same id) may be
+      // missing in a recording by something else.
+      key.waker_cgroup = cgroup_id(has_raw && raw->head.waker_cgroup ? raw->head.waker_cgroup : waker->cgroup);
       key.waker_frames = frames_id(*waker);
       key.context = has_raw ? offwake_waker_context(raw->head.waker_flags) : "thread";
       key.chain = chain_id(raw ? std::span<const OffwakeRawHop>(raw->hops) : std::span<const OffwakeRawHop>(), group);
@@ -121,7 +138,9 @@ class ProfileBuilder : public SampleVisitor {
     ++profile_.samples_read;
     if (!wanted(s)) return ok_status();
     if (profile_.on_cpu_event.empty()) profile_.on_cpu_event = e.name;
-    add(PartsKey{Kind::kOnCpu, thread_id(s), frames_id(s), 0, 0, "", ""}, s.period, 1, s.period);
+    PartsKey key{Kind::kOnCpu, thread_id(s), frames_id(s), 0, 0, "", ""};
+    key.cgroup = cgroup_id(s.cgroup);
+    add(key, s.period, 1, s.period);
     profile_.on_cpu_ns += s.period;
     ++profile_.on_cpu_samples;
     return ok_status();
@@ -135,6 +154,8 @@ class ProfileBuilder : public SampleVisitor {
       st.thread = threads_[k.thread];
       st.frames = frame_lists_[k.frames];
       st.state = k.state;
+      st.cgroup = cgroup_paths_[k.cgroup];
+      st.waker_cgroup = cgroup_paths_[k.waker_cgroup];
       if (k.waker) st.waker = threads_[k.waker];
       st.waker_frames = frame_lists_[k.waker_frames];
       st.waker_context = k.context;
@@ -152,12 +173,8 @@ class ProfileBuilder : public SampleVisitor {
       profile_.stacks.push_back(std::move(st));
     }
     // A stable order for every output.
-    std::sort(profile_.stacks.begin(), profile_.stacks.end(), [](const Stack& a, const Stack& b) {
-      return std::tie(a.kind, a.thread, a.frames, a.state, a.waker, a.waker_frames, a.waker_context, a.chain,
-                      a.chain_end) <
-             std::tie(b.kind, b.thread, b.frames, b.state, b.waker, b.waker_frames, b.waker_context, b.chain,
-                      b.chain_end);
-    });
+    std::sort(profile_.stacks.begin(), profile_.stacks.end(),
+              [](const Stack& a, const Stack& b) { return stack_identity(a) < stack_identity(b); });
   }
 
  private:
@@ -165,7 +182,20 @@ class ProfileBuilder : public SampleVisitor {
     if (!filters_.pids.empty() && !filters_.pids.count(s.pid)) return false;
     if (!filters_.tids.empty() && !filters_.tids.count(s.tid)) return false;
     if (!filters_.comms.empty() && !filters_.comms.count(sym_.thread_name(s.tid))) return false;
+    if (!filters_.cgroups.empty()) {
+      const std::string& path = cgroups_.path(s.cgroup);
+      return std::any_of(filters_.cgroups.begin(), filters_.cgroups.end(),
+                         [&](const std::string& under) { return cgroup_under(path, under); });
+    }
     return true;
+  }
+
+  // A cgroup's path, interned (0: "").
+  uint32_t cgroup_id(uint64_t id) {
+    const std::string& path = cgroups_.path(id);
+    auto [it, inserted] = cgroup_ids_.emplace(path, static_cast<uint32_t>(cgroup_paths_.size()));
+    if (inserted) cgroup_paths_.push_back(path);
+    return it->second;
   }
 
   uint32_t thread_id(const SampleRecord& s) {
@@ -260,25 +290,21 @@ class ProfileBuilder : public SampleVisitor {
   std::vector<std::vector<HopKey>> hop_lists_{std::vector<HopKey>{}};  // id 0: no chain
   std::map<std::vector<HopKey>, uint32_t> hop_list_ids_{{std::vector<HopKey>{}, 0}};
   std::unordered_map<PartsKey, Sums, PartsHash> sums_;
+  CgroupTable cgroups_;
+  std::vector<std::string> cgroup_paths_{std::string()};  // id 0: ""
+  std::unordered_map<std::string, uint32_t> cgroup_ids_{{std::string(), 0}};
 };
-
-}  // namespace
-
-namespace {
-
-auto identity(const Stack& s) {
-  return std::tie(s.kind, s.thread, s.frames, s.state, s.waker, s.waker_frames, s.waker_context, s.chain, s.chain_end);
-}
 
 }  // namespace
 
 void merge_profile(Profile& into, Profile from) {
   for (Stack& s : from.stacks) into.stacks.push_back(std::move(s));
-  std::sort(into.stacks.begin(), into.stacks.end(), [](const Stack& a, const Stack& b) { return identity(a) < identity(b); });
+  std::sort(into.stacks.begin(), into.stacks.end(),
+            [](const Stack& a, const Stack& b) { return stack_identity(a) < stack_identity(b); });
   std::vector<Stack> summed;
   summed.reserve(into.stacks.size());
   for (Stack& s : into.stacks) {
-    if (!summed.empty() && identity(summed.back()) == identity(s)) {
+    if (!summed.empty() && stack_identity(summed.back()) == stack_identity(s)) {
       Stack& t = summed.back();
       t.ns += s.ns;
       t.count += s.count;

@@ -57,7 +57,11 @@ struct Stack {
   Thread thread;
   std::vector<Frame> frames;  // leaf first, as in a callchain
   std::string state;          // "S", "D", "I"; "" on-CPU
+  // The cgroup of the blocked (or sampled) thread, as its path (report/cgroups.h): "" when
+  // the sample has none.
+  std::string cgroup;
   std::optional<Thread> waker;  // none: no offwake-waker sample followed the blocked one
+  std::string waker_cgroup;     // the waker's at the wakeup; "" for an interrupt, or unknown
   std::vector<Frame> waker_frames;  // leaf first
   std::string waker_context;  // "thread", "hardirq", "softirq", "nmi", "none", "early",
                               // "still-blocked"; "" on-CPU or without a waker sample
@@ -78,6 +82,8 @@ struct Stack {
 struct Filters {
   std::set<std::string> comms;  // the blocked (or sampled) thread's comm
   std::set<uint32_t> pids, tids;
+  // --cgroup: the blocked (or sampled) thread's cgroup is one of these paths, or below one.
+  std::set<std::string> cgroups;
   bool kernel_only = false, user_only = false;  // frames kept, in every stack (chains too)
   bool no_waker = false;                        // drop the waker and its chain (blocked stacks only)
 };

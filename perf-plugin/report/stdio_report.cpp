@@ -65,6 +65,21 @@ void print_chain(FILE* out, const Stack& s) {
     fprintf(out, "  %10s %7s %8s %21s        chain ends: %s\n", "", "", "", "", s.chain_end.c_str());
 }
 
+// A waker as its line names it: its thread, and its cgroup when it woke from another one
+// than the blocked thread's (a process of another container).
+std::string waker_label(const Stack& s) {
+  std::string label = s.waker ? thread_label(*s.waker) : "[unknown waker]";
+  if (!s.waker_cgroup.empty() && s.waker_cgroup != s.cgroup) label += " (cgroup " + s.waker_cgroup + ")";
+  return label;
+}
+
+// The rows of one cgroup (--sort cgroup), or of the whole table.
+struct Group {
+  std::string cgroup;
+  uint64_t ns = 0, count = 0;
+  std::vector<const Row*> rows;
+};
+
 double share(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / whole : 0.0; }
 
 // Counters that mean something was lost or not seen, and what they are called here.
@@ -79,15 +94,38 @@ const std::pair<const char*, const char*> kLossCounters[] = {
     {"forks_not_followed", "child processes not followed"},
 };
 
+// One row of the table: the blocked stack (or thread), and its top wakers with their chains.
+void print_row(FILE* out, const Profile& p, const StdioOptions& o, const Row& r, bool sampled) {
+  const Stack& s = *r.first;
+  fprintf(out, "  %10s", human_ns(r.ns).c_str());
+  if (sampled) fprintf(out, " %10s", human_ns(static_cast<uint64_t>(standard_error(r.variance))).c_str());
+  fprintf(out, " %6.2f%% %8llu %10s %10s  ", share(r.ns, p.off_cpu_ns), static_cast<unsigned long long>(r.count),
+          human_ns(r.count ? r.ns / r.count : 0).c_str(), human_ns(r.max_ns).c_str());
+  if (o.per_thread) fprintf(out, "%s: %zu stacks\n", thread_label(s.thread).c_str(), r.stacks);
+  else fprintf(out, "%s [%s]: %s\n", thread_label(s.thread).c_str(), s.state.c_str(), chain(s.frames).c_str());
+  std::vector<const Waker*> wakers;
+  for (const auto& [k, w] : r.wakers) wakers.push_back(&w);
+  std::stable_sort(wakers.begin(), wakers.end(), [](const Waker* a, const Waker* b) { return a->ns > b->ns; });
+  for (size_t i = 0; i < wakers.size() && i < o.wakers_per_stack; ++i) {
+    fprintf(out, "  %10s %6.2f%% %8llu %21s    woken by %s: %s\n", human_ns(wakers[i]->ns).c_str(),
+            share(wakers[i]->ns, r.ns), static_cast<unsigned long long>(wakers[i]->count), "",
+            wakers[i]->label.c_str(), chain(wakers[i]->first->waker_frames).c_str());
+    print_chain(out, *wakers[i]->first);
+  }
+  if (wakers.size() > o.wakers_per_stack)
+    fprintf(out, "  %10s %7s %8s %21s    ... and %zu more wakers\n", "", "", "", "", wakers.size() - o.wakers_per_stack);
+}
+
 }  // namespace
 
 void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
-  // Blocked stacks, summed over their wakers.
-  std::map<std::tuple<Thread, std::vector<Frame>, std::string>, Row> rows;
+  // Blocked stacks, summed over their wakers (and with --sort cgroup, per cgroup).
+  std::map<std::tuple<std::string, Thread, std::vector<Frame>, std::string>, Row> rows;
   std::set<std::tuple<Thread, std::vector<Frame>, std::string>> stacks;
   for (const Stack& s : p.stacks) {
     if (s.kind != Kind::kOffCpu) continue;
-    Row& r = o.per_thread ? rows[{s.thread, {}, ""}] : rows[{s.thread, s.frames, s.state}];
+    const std::string& cgroup = o.by_cgroup ? s.cgroup : std::string();
+    Row& r = o.per_thread ? rows[{cgroup, s.thread, {}, ""}] : rows[{cgroup, s.thread, s.frames, s.state}];
     if (!r.first) r.first = &s;
     r.ns += s.ns;
     r.count += s.count;
@@ -95,15 +133,21 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
     r.variance += s.variance;
     if (stacks.insert({s.thread, s.frames, s.state}).second) ++r.stacks;
     if (p.wakers_dropped) continue;
-    const std::string label = s.waker ? thread_label(*s.waker) : "[unknown waker]";
+    const std::string label = waker_label(s);
     Waker& w = r.wakers[{label, s.waker_frames, s.chain, s.chain_end}];
     w.label = label;
     if (!w.first) w.first = &s;
     w.ns += s.ns;
     w.count += s.count;
   }
-  std::vector<const Row*> sorted;
-  for (const auto& [k, r] : rows) sorted.push_back(&r);
+  std::map<std::string, Group> groups;
+  for (const auto& [k, r] : rows) {
+    Group& g = groups[std::get<0>(k)];
+    g.cgroup = std::get<0>(k);
+    g.ns += r.ns;
+    g.count += r.count;
+    g.rows.push_back(&r);
+  }
   auto metric = [&](const Row* r) -> double {
     switch (o.sort) {
       case SortKey::kCount: return static_cast<double>(r->count);
@@ -112,7 +156,12 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
       default: return static_cast<double>(r->ns);
     }
   };
-  std::stable_sort(sorted.begin(), sorted.end(), [&](const Row* a, const Row* b) { return metric(a) > metric(b); });
+  std::vector<Group*> sorted;
+  for (auto& [cgroup, g] : groups) {
+    std::stable_sort(g.rows.begin(), g.rows.end(), [&](const Row* a, const Row* b) { return metric(a) > metric(b); });
+    sorted.push_back(&g);
+  }
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Group* a, const Group* b) { return a->ns > b->ns; });
 
   fprintf(out, "# perf offwake report of %s\n", o.input.c_str());
   if (!p.info.host.cmdline.empty()) {
@@ -143,25 +192,11 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   else fprintf(out, "# %10s", "Total");
   fprintf(out, " %7s %8s %10s %10s  %s\n", "Share", "Count", "Avg", "Max",
           o.per_thread ? "Thread: blocked stacks" : "Thread [state]: blocked stack, leaf first");
-  for (const Row* r : sorted) {
-    const Stack& s = *r->first;
-    fprintf(out, "  %10s", human_ns(r->ns).c_str());
-    if (sampled) fprintf(out, " %10s", human_ns(static_cast<uint64_t>(standard_error(r->variance))).c_str());
-    fprintf(out, " %6.2f%% %8llu %10s %10s  ", share(r->ns, p.off_cpu_ns), static_cast<unsigned long long>(r->count),
-            human_ns(r->count ? r->ns / r->count : 0).c_str(), human_ns(r->max_ns).c_str());
-    if (o.per_thread) fprintf(out, "%s: %zu stacks\n", thread_label(s.thread).c_str(), r->stacks);
-    else fprintf(out, "%s [%s]: %s\n", thread_label(s.thread).c_str(), s.state.c_str(), chain(s.frames).c_str());
-    std::vector<const Waker*> wakers;
-    for (const auto& [k, w] : r->wakers) wakers.push_back(&w);
-    std::stable_sort(wakers.begin(), wakers.end(), [](const Waker* a, const Waker* b) { return a->ns > b->ns; });
-    for (size_t i = 0; i < wakers.size() && i < o.wakers_per_stack; ++i) {
-      fprintf(out, "  %10s %6.2f%% %8llu %21s    woken by %s: %s\n", human_ns(wakers[i]->ns).c_str(),
-              share(wakers[i]->ns, r->ns), static_cast<unsigned long long>(wakers[i]->count), "",
-              wakers[i]->label.c_str(), chain(wakers[i]->first->waker_frames).c_str());
-      print_chain(out, *wakers[i]->first);
-    }
-    if (wakers.size() > o.wakers_per_stack)
-      fprintf(out, "  %10s %7s %8s %21s    ... and %zu more wakers\n", "", "", "", "", wakers.size() - o.wakers_per_stack);
+  for (const Group* g : sorted) {
+    if (o.by_cgroup)
+      fprintf(out, "# cgroup %s: %s, %.2f%%, %llu blocks\n", g->cgroup.empty() ? "[none]" : g->cgroup.c_str(),
+              human_ns(g->ns).c_str(), share(g->ns, p.off_cpu_ns), static_cast<unsigned long long>(g->count));
+    for (const Row* r : g->rows) print_row(out, p, o, *r, sampled);
   }
 
   if (p.counters.empty()) return;

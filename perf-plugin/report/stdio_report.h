@@ -1,6 +1,7 @@
 // The default output of perf offwake report: a table of blocked stacks by time, each with its
 // top wakers (under each waker the rest of its wakeup chain, a line per hop, and why the
-// chain ends), and the recording's loss counters.
+// chain ends; a waker's cgroup when it is not the blocked thread's), optionally grouped by
+// cgroup, and the recording's loss counters.
 #pragma once
 
 #include <cstdio>
@@ -16,6 +17,7 @@ struct StdioOptions {
   SortKey sort = SortKey::kTime;
   size_t wakers_per_stack = 3;
   bool per_thread = false;  // a row per blocked thread (its stacks summed), not per stack
+  bool by_cgroup = false;   // --sort cgroup: the rows grouped by the blocked thread's cgroup
   std::string input;  // named in the header
 };
 

@@ -64,13 +64,14 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const Aggregate& a
   const uint64_t period = a.value.total_ns;
   std::vector<perfdata::SampleRecord> out;
   out.push_back(sample(ids_.time, k.tgid, k.tid, time, period, blocked_stacks(k)));
+  out[0].cgroup = k.cgroup_id;
   OffwakeRaw raw;
   raw.state = k.state;
   raw.count = a.value.count;
   raw.max_ns = a.value.max_ns;
   raw.waker_flags = k.waker_flags;
+  raw.waker_cgroup = k.waker_cgroup_id;
   if (sample_period_ns_) {
-    raw.version = 2;
     raw.sample_period_ns = sample_period_ns_;
     raw.sampled = a.value.sampled;
     raw.sampled_ns = a.value.sampled_ns;
@@ -84,15 +85,20 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const Aggregate& a
 
   out.push_back(waker_sample(ids_.waker, k.waker_flags, k.waker_tgid, k.waker_tid, time, period,
                              waker_stacks(k)));
-  // Hop k's block is the previous hop's waker's.
+  out.back().cgroup = k.waker_cgroup_id;
+  // Hop k's block is the previous hop's waker's (in the cgroup it woke from).
   uint32_t tgid = k.waker_tgid, tid = k.waker_tid;
+  uint64_t cgroup = k.waker_cgroup_id;
   for (uint32_t i = 0; i < hops; ++i) {
     const offwake_hop& h = k.chain.hop[i];
     out.push_back(sample(ids_.hop_blocked, tgid, tid, time, period, {h.kern_stack_id, h.user_stack_id}));
+    out.back().cgroup = cgroup;
     out.push_back(waker_sample(ids_.hop_waker, h.waker_flags, h.waker_tgid, h.waker_tid, time, period,
                                {h.waker_kern_stack_id, h.waker_user_stack_id}));
+    out.back().cgroup = h.waker_cgroup_id;
     tgid = h.waker_tgid;
     tid = h.waker_tid;
+    cgroup = h.waker_cgroup_id;
   }
   return out;
 }

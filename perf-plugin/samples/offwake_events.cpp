@@ -14,7 +14,8 @@ static perfdata::EventDesc sample_event(const char* name, uint64_t id) {
   e.attr.config = PERF_COUNT_SW_BPF_OUTPUT;
   e.attr.size = sizeof e.attr;
   e.attr.sample_period = 1;
-  e.attr.sample_type = perfdata::kSampleIdLayout | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+  e.attr.sample_type =
+      perfdata::kSampleIdLayout | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CGROUP;
   e.attr.sample_id_all = 1;
   e.attr.use_clockid = 1;
   e.attr.clockid = CLOCK_MONOTONIC;

@@ -16,10 +16,12 @@ std::vector<uint8_t> encode_offwake_raw(const OffwakeRaw& head, std::span<const 
 std::optional<DecodedRaw> decode_offwake_raw(std::span<const uint8_t> raw) {
   DecodedRaw d;
   if (raw.size() < kOffwakeRawV1Size) return std::nullopt;
-  std::memcpy(&d.head, raw.data(), kOffwakeRawV1Size);
-  const size_t size = offwake_raw_head_size(d.head.version);
+  uint32_t version = 0;
+  std::memcpy(&version, raw.data(), sizeof version);
+  const size_t size = offwake_raw_head_size(version);
   if (raw.size() < size) return std::nullopt;
-  std::memcpy(&d.head, raw.data(), size);
+  // The head is plain bytes in the struct's layout; what an older version lacks stays zero.
+  std::memcpy(static_cast<void*>(&d.head), raw.data(), size);
   const size_t held = (raw.size() - size) / sizeof(OffwakeRawHop);
   d.hops.resize(std::min<size_t>(chain_hops(d.head.chain), held));
   if (!d.hops.empty()) std::memcpy(d.hops.data(), raw.data() + size, d.hops.size() * sizeof(OffwakeRawHop));

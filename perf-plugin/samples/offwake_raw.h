@@ -12,9 +12,12 @@
 namespace offwake {
 
 // The payload's head, in host byte order, as the samples of a recording are. Version 1 (32
-// bytes) is every recording without --sample-period; version 2 appends the sampling fields.
+// bytes) was every recording without --sample-period, version 2 (56 bytes) one with it: it
+// appends the sampling fields. Version 3 (64 bytes), every recording since, appends the
+// waker's cgroup (the sampling fields zero without --sample-period).
+constexpr uint32_t kOffwakeRawVersion = 3;
 struct OffwakeRaw {
-  uint32_t version = 1;
+  uint32_t version = kOffwakeRawVersion;
   uint32_t state = 0;        // task state at switch-out (S = 0x1, D = 0x2, plus modifiers)
   uint64_t count = 0;        // blocks summed in this sample
   uint64_t max_ns = 0;       // the longest of them
@@ -29,11 +32,18 @@ struct OffwakeRaw {
   uint64_t sample_period_ns = 0;
   uint64_t sampled = 0;
   uint64_t sampled_ns = 0;
+  // Version 3: the waker's cgroup v2 id at the wakeup (the offwake-time sample's own
+  // PERF_SAMPLE_CGROUP is the blocked thread's); 0 for an interrupt or an unknown waker, and in
+  // a file of an earlier version. Its path is in the file's PERF_RECORD_CGROUP records.
+  uint64_t waker_cgroup = 0;
 };
-static_assert(sizeof(OffwakeRaw) == 56);
-// The head's size in a version (2 and later: the whole of OffwakeRaw).
+static_assert(sizeof(OffwakeRaw) == 64);
+// The head's size in a version (3 and later: the whole of OffwakeRaw).
 constexpr size_t kOffwakeRawV1Size = 32;
-inline size_t offwake_raw_head_size(uint32_t version) { return version < 2 ? kOffwakeRawV1Size : sizeof(OffwakeRaw); }
+constexpr size_t kOffwakeRawV2Size = 56;
+inline size_t offwake_raw_head_size(uint32_t version) {
+  return version < 2 ? kOffwakeRawV1Size : version == 2 ? kOffwakeRawV2Size : sizeof(OffwakeRaw);
+}
 
 // The estimated variance (ns^2) of a sampled time (--sample-period P): a block of length d < P
 // adds P with probability d/P, so its variance is P*d - d^2; over the blocks kept, each seen
@@ -66,7 +76,8 @@ struct DecodedRaw {
 };
 
 // Nullopt when `raw` is too short for its version's head: a sample written by something else.
-// A version above 2 is read as 2: a later one would only append fields.
+// The fields an older version lacks are zero. A version above 3 is read as 3: a later one
+// would only append fields.
 std::optional<DecodedRaw> decode_offwake_raw(std::span<const uint8_t> raw);
 
 }  // namespace offwake

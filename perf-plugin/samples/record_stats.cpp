@@ -64,6 +64,8 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"tracking_records_skipped", tracking_undecodable},
       {"on_cpu_samples", on_cpu_samples},
       {"perf_records_lost", perf_lost},
+      {"cgroups_described", cgroups_described},
+      {"cgroups_unnamed", cgroups_unnamed},
       {"backend_tracepoint", tracepoint},
       {"tracepoint_events_lost", tracepoint_lost},
       {"tracepoint_events_late", tracepoint_late},
@@ -220,6 +222,9 @@ void print_record_summary(FILE* out, const RecordStats& s) {
   if (s.on_cpu_samples || s.perf_lost)
     fprintf(out, ", of which %llu on-CPU; %llu perf records lost", u(s.on_cpu_samples), u(s.perf_lost));
   fprintf(out, ") ]\n");
+  if (s.cgroups_unnamed)
+    fprintf(out, "[ perf offwake record: %llu cgroups of samples not named (gone before they were seen) ]\n",
+            u(s.cgroups_unnamed));
   fprintf(out,
           "[ perf offwake record: lost %llu blocks (aggregation map full %llu, no task storage %llu, "
           "ring buffer full %llu, switches skipped %llu); lost %llu wakeups (no task storage %llu, "

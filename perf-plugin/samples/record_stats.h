@@ -38,6 +38,9 @@ struct RecordStats {
   uint64_t tracking_undecodable = 0;  // ring-buffer records of unknown type
   uint64_t on_cpu_samples = 0;        // --on-cpu samples written
   uint64_t perf_lost = 0;             // records the kernel dropped from perf ring buffers (LOST)
+  // PERF_RECORD_CGROUP records written, and cgroup ids named by samples but found nowhere
+  // (gone before they could be named: perf shows "unknown" for them).
+  uint64_t cgroups_described = 0, cgroups_unnamed = 0;
   // --backend tracepoint: the scheduler events the perf ring buffers dropped (also counted in
   // counters.ringbuf_drops: each may have lost a block), those that came out of time order
   // (paired at the time already reached), and those that could not be decoded.

@@ -122,6 +122,7 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   if (!blocks || !t.wake_on_cpu) t.woken = t.wake_on_cpu = false;
   if (!blocks) return;
   t.state = e.prev_state;
+  t.cgroup = e.cgroup;
   t.keep_ns = offwake_keep_threshold(opt_.min_block_ns, opt_.sample_period_ns, opt_.sample_period_ns ? random_() : 0);
   t.user = kernel_thread(e.prev_tid) ? kNoStack : 0;
   split(e, true, t.kern, t.user);
@@ -177,6 +178,7 @@ void BlockPairer::waking(const SchedEvent& e) {
     t.waker_flags = e.irq;
     t.waker_tgid = t.waker_tid = 0;
     t.waker_ident = 0;
+    t.waker_cgroup = 0;
     char comm[OFFWAKE_COMM_LEN];
     offwake_irq_waker_comm(e.irq, comm);
     t.waker_comm = comm;
@@ -189,6 +191,7 @@ void BlockPairer::waking(const SchedEvent& e) {
     t.waker_tgid = e.pid;
     t.waker_tid = e.tid;
     t.waker_ident = ident(e.tid, w.generation);
+    t.waker_cgroup = e.cgroup;
     t.waker_comm = w.comm;
     t.waker_flags = 0;
     t.waker_user = 0;
@@ -223,6 +226,7 @@ void BlockPairer::end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu,
   k.user_stack_id = t.user;
   k.state = t.state;
   k.ident = ident(tid, t.generation);
+  k.cgroup_id = t.cgroup;
   copy_comm(k.comm, t.comm);
   uint64_t stamp = start;
   if (with_waker) {
@@ -230,6 +234,7 @@ void BlockPairer::end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu,
     k.waker_tgid = t.waker_tgid;
     k.waker_tid = t.waker_tid;
     k.waker_ident = t.waker_ident;
+    k.waker_cgroup_id = t.waker_cgroup;
     k.waker_kern_stack_id = t.waker_kern;
     k.waker_user_stack_id = t.waker_user;
     copy_comm(k.waker_comm, t.waker_comm);

@@ -94,13 +94,14 @@ class BlockPairer : public StackTraceSource {
     uint64_t block_ts = 0;
     uint64_t keep_ns = 0;     // it is kept once this long (offwake_keep_threshold)
     uint32_t state = 0;
+    uint64_t cgroup = 0;      // of the open block, at its switch-out
     int64_t kern = kNoStack, user = kNoStack;
     // The recorded wakeup (woken), and whether it came while the thread was still on its
     // way into the scheduler: then it belongs to the block its switch-out starts.
     bool woken = false, wake_on_cpu = false;
     uint64_t wake_ts = 0;
     uint32_t waker_flags = 0, waker_tgid = 0, waker_tid = 0;
-    uint64_t waker_ident = 0;
+    uint64_t waker_ident = 0, waker_cgroup = 0;
     int64_t waker_kern = kNoStack, waker_user = kNoStack;
     std::string waker_comm;
   };

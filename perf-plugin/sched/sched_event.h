@@ -28,6 +28,10 @@ struct SchedEvent {
   // PairerOptions::complete_stack unwinds into the callchain's user frames for the stacks
   // the pairer keeps. The callchain then holds the kernel's frames only.
   UserStackDump user_stack;
+  // The current task's cgroup v2 id (PERF_SAMPLE_CGROUP), 0 when the recording has none: at a
+  // switch the cgroup prev blocks in, at a waking the waker's (an interrupted task's in
+  // interrupt context, which the pairer leaves out).
+  uint64_t cgroup = 0;
 
   // sched_switch
   uint32_t prev_tid = 0, next_tid = 0;

@@ -87,7 +87,15 @@ Result<PyRef> SampleDicts::build(const perfdata::EventDesc& event, const perfdat
     set(d, "symoff", u64(top.symoff));
   }
   set(d, "callchain", callchain(s.pid, s.callchain).release());
+  if (event.attr.sample_type & PERF_SAMPLE_CGROUP) add_cgroup(d, s.cgroup);
   return dict;
+}
+
+void SampleDicts::add_cgroup(PyObject* d, uint64_t id) {
+  const std::string& path = cgroups_.path(id);
+  set(d, "cgroup_id", u64(id));
+  set(d, "cgroup", str(path));
+  if (std::string container = report::container_id(path); !container.empty()) set(d, "container", str(container));
 }
 
 void SampleDicts::add_thread(PyObject* d, const perfdata::SampleRecord& s) {
@@ -146,6 +154,7 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
       set(w, "tid", u64(waker->tid));
       set(w, "context", PyUnicode_FromString(offwake_waker_context(raw->head.waker_flags)));
       set(w, "callchain", callchain(waker->pid, waker->callchain).release());
+      if (raw->head.version >= 3) add_cgroup(w, raw->head.waker_cgroup);
       set(d, "waker", w);
     }
     // Only in recordings with chains, so that the dicts of others stay what they were.

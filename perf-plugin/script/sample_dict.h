@@ -1,12 +1,14 @@
-// The param_dict of one sample, as perf script's Python host builds it, plus what off-wake
-// data adds to an offwake-time sample: 'waker' (its comm, pid, tid and callchain), 'state',
-// 'count', 'max_ns', and in a recording with wakeup chains 'chain' (its hops) and 'chain_end'.
+// The param_dict of one sample, as perf script's Python host builds it, plus its cgroup, and
+// what off-wake data adds to an offwake-time sample: 'waker' (its comm, pid, tid, callchain
+// and cgroup), 'state', 'count', 'max_ns', and in a recording with wakeup chains 'chain' (its
+// hops) and 'chain_end'.
 #pragma once
 
 #include <functional>
 
 #include "perfdata/records.h"
 #include "samples/offwake_raw.h"
+#include "report/cgroups.h"
 #include "report/sample_stream.h"
 #include "script/python_host.h"
 #include "symbolize/symbolizer.h"
@@ -20,10 +22,15 @@ class SampleDicts {
   // Keys as in perf 6.1: ev_name, attr, sample {pid, tid, cpu, ip, time, period, addr,
   // phys_addr, cpumode}, raw_buf, comm, dso, symbol, symoff (when known), callchain [{ip,
   // sym {start, end, binding, name}, sym_off, dso}]; 'dso' only where the address is
-  // mapped, 'sym' only where the symbol is known, as perf does.
+  // mapped, 'sym' only where the symbol is known, as perf does. With PERF_SAMPLE_CGROUP:
+  // 'cgroup_id', 'cgroup' (its path, "" for none, "unknown" when the recording does not name
+  // it) and, when the path names one, 'container' (report/cgroups.h).
   Result<PyRef> build(const perfdata::EventDesc& event, const perfdata::SampleRecord& sample);
+  // A record before the samples: a PERF_RECORD_CGROUP names a cgroup.
+  void observe(const perfdata::Record& r) { cgroups_.observe(r); }
   // Adds the off-wake keys to an offwake-time sample's dict, from the samples that followed it.
-  // 'waker' when hop 1's sample is there. When the recording has chain events:
+  // 'waker' when hop 1's sample is there, with the cgroup keys above of the waker (a
+  // recording since the raw data's version 3). When the recording has chain events:
   //   'chain_end'  why the chain ends (offwake_chain_end_name), or "cut-short" when fewer hop
   //                samples follow than announced (then also 'chain_missing': how many hops
   //                are missing or lack their waker)
@@ -41,8 +48,11 @@ class SampleDicts {
   PyRef chain(const DecodedRaw& raw, const report::OffwakeGroup& group, const char* end);
   // A thread of the chain: 'pid', 'tid', 'comm', 'callchain' of `s`.
   void add_thread(PyObject* d, const perfdata::SampleRecord& s);
+  // 'cgroup_id', 'cgroup' and 'container' of cgroup `id`.
+  void add_cgroup(PyObject* d, uint64_t id);
 
   symbolize::Symbolizer& sym_;
+  report::CgroupTable cgroups_;
 };
 
 // Hands every sample of a SampleStream on as its param_dict, in the stream's order, the
@@ -56,6 +66,7 @@ class DictVisitor : public report::SampleVisitor {
   Status offwake(const perfdata::EventDesc& event, const perfdata::SampleRecord& blocked,
                  const report::OffwakeGroup& group) override;
   Status sample(const perfdata::EventDesc& event, const perfdata::SampleRecord& s) override;
+  void observed(const perfdata::Record& r) override { dicts_.observe(r); }
 
  private:
   SampleDicts dicts_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "synth/namespaces.h"
+
 namespace offwake {
 
 namespace {
@@ -12,6 +14,7 @@ uint32_t process_of(const perfdata::Record& r) {
   if (const auto* c = std::get_if<perfdata::CommRecord>(&r)) return c->pid;
   if (const auto* m = std::get_if<perfdata::Mmap2Record>(&r)) return m->pid == UINT32_MAX ? 0 : m->pid;
   if (const auto* t = std::get_if<perfdata::TaskRecord>(&r)) return t->pid;
+  if (const auto* n = std::get_if<perfdata::NamespacesRecord>(&r)) return n->pid;
   return 0;
 }
 
@@ -26,12 +29,20 @@ size_t record_bytes(const perfdata::Record& r) {
 }  // namespace
 
 Result<ProcessDescriptions> ProcessDescriptions::take(BuildIdCache& build_ids, bool hold, const RecordCallback& emit,
-                                                      size_t hold_limit, bool retain) {
+                                                      size_t hold_limit, bool retain, bool namespaces) {
   ProcessDescriptions d(true, hold_limit);
   d.retaining_ = retain;
-  OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) {
+  auto keep = [&](const perfdata::Record& r) {
     d.retain(process_of(r), r);
     return d.hold(process_of(r), r, emit);
+  };
+  OFFWAKE_TRY(synthesize_all_processes(build_ids, [&](const perfdata::Record& r) -> Status {
+    OFFWAKE_TRY(keep(r));
+    // Every thread /proc names (a COMM), with its namespaces after it, as perf synthesizes them.
+    const auto* c = std::get_if<perfdata::CommRecord>(&r);
+    if (!namespaces || !c) return ok_status();
+    auto ns = read_namespaces(static_cast<pid_t>(c->pid), static_cast<pid_t>(c->tid));
+    return ns ? keep(*ns) : ok_status();
   }));
   if (!hold) OFFWAKE_TRY(d.release_all(emit));
   return d;

@@ -36,8 +36,10 @@ class ProcessDescriptions {
   // Every process in /proc now. `hold`: whether processes wait until a sample names them (a
   // recording about some processes), or are all written at once (system-wide).
   // `retain` (--switch-output): every record of the window is also kept, for carry_gone().
+  // `namespaces` (--namespaces): each thread's PERF_RECORD_NAMESPACES too.
   static Result<ProcessDescriptions> take(BuildIdCache& build_ids, bool hold, const RecordCallback& emit,
-                                          size_t hold_limit = kDefaultHoldLimit, bool retain = false);
+                                          size_t hold_limit = kDefaultHoldLimit, bool retain = false,
+                                          bool namespaces = false);
 
   // --switch-output, right after take(): the records that `previous` (the last window's
   // descriptions, retained) has of processes missing from this window's /proc (or found there
@@ -49,8 +51,8 @@ class ProcessDescriptions {
   // the processes alive. Returns how many processes were carried.
   Result<size_t> carry_gone(const ProcessDescriptions& previous, const RecordCallback& emit);
 
-  // A record the kernel reported while recording (COMM, MMAP2, FORK, EXIT; anything else goes
-  // through): written now if its process is described or is_target(pid) (one the recording
+  // A record the kernel reported while recording (COMM, MMAP2, FORK, EXIT, NAMESPACES; anything
+  // else goes through): written now if its process is described or is_target(pid) (one the recording
   // is about), else held with its process.
   Status tracking(const perfdata::Record& r, const std::function<bool(uint32_t)>& is_target,
                   const RecordCallback& emit);

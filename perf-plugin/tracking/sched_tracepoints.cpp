@@ -14,7 +14,7 @@ perf_event_attr tracepoint_attr(uint64_t id, const SchedTracepointOptions& o) {
   const uint32_t wakeup = static_cast<uint32_t>(o.mmap_pages) * 4096u / 4u;
   perf_event_attr a = base_perf_attr(PERF_TYPE_TRACEPOINT, id, wakeup);
   a.sample_period = 1;
-  a.sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW;
+  a.sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW | PERF_SAMPLE_CGROUP;
   a.sample_max_stack = o.max_stack;
   if (o.user_stack_copy) {
     // As perf record --call-graph dwarf: the kernel's callchain stops at the user boundary.
@@ -69,6 +69,7 @@ Status SchedTracepoints::read() {
     e.callchain = s->callchain;
     cut_ += e.callchain.cut();
     e.user_stack = s->user_stack;
+    e.cgroup = s->cgroup;
     order_.push(buffer, e.time, std::move(e));
     return ok_status();
   });

@@ -29,7 +29,9 @@ Status parse_sampling_event(const std::string& name, SamplingConfig& out) {
                       "cache-misses, branch-misses)", EINVAL);
 }
 
-static perf_event_attr tracking_attr() {
+// As perf record --all-cgroups sets its tracking event: a cgroup made while recording is
+// reported (PERF_RECORD_CGROUP) with its path, for the samples that name it.
+static perf_event_attr tracking_attr(bool namespaces) {
   perf_event_attr a = base_perf_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
   a.sample_period = 1;
   a.comm = 1;
@@ -38,6 +40,8 @@ static perf_event_attr tracking_attr() {
   a.mmap2 = 1;
   a.build_id = 1;
   a.task = 1;
+  a.cgroup = 1;
+  a.namespaces = namespaces;  // --namespaces: a task's at fork, unshare and setns
   return a;
 }
 
@@ -45,13 +49,13 @@ static perf_event_attr sampling_attr(const SamplingConfig& c) {
   perf_event_attr a = base_perf_attr(c.type, c.config);
   a.freq = c.use_frequency;
   a.sample_freq = c.use_frequency ? c.frequency : c.period;  // a union with sample_period
-  a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+  a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CGROUP;
   a.sample_max_stack = c.max_stack;
   return a;
 }
 
-Result<TrackingEvents> TrackingEvents::open(const SamplingConfig* sampling, unsigned mmap_pages) {
-  std::vector<perfdata::EventDesc> events = {{tracking_attr(), "dummy:u", {}}};
+Result<TrackingEvents> TrackingEvents::open(const SamplingConfig* sampling, unsigned mmap_pages, bool namespaces) {
+  std::vector<perfdata::EventDesc> events = {{tracking_attr(namespaces), "dummy:u", {}}};
   if (sampling) events.push_back({sampling_attr(*sampling), sampling->name, {}});
   auto set = PerfEventSet::open(std::move(events), mmap_pages);
   if (!set) {

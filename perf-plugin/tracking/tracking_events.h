@@ -1,6 +1,6 @@
 // The perf side of a recording, through libperf, on every CPU:
 // - a dummy software event that makes the kernel report COMM, MMAP2 (with build ids), FORK and
-//   EXIT of every task while we record, so that every stack symbolizes, including those of
+//   EXIT of every task while we record (and CGROUP, NAMESPACES), so that every stack symbolizes, including those of
 //   processes gone by report time;
 // - optionally (--on-cpu) a sampling event with callchains: its samples are decoded into the
 //   same SampleRecord/Callchain types as the BPF stacks and written by the same encoder.
@@ -33,8 +33,10 @@ Status parse_sampling_event(const std::string& name, SamplingConfig& out);
 class TrackingEvents {
  public:
   // Opens and mmaps the tracking event (and the sampling event, if any) on every online
-  // CPU; not enabled yet.
-  static Result<TrackingEvents> open(const SamplingConfig* sampling = nullptr, unsigned mmap_pages = 128);
+  // CPU; not enabled yet. The tracking event reports cgroups as they are made, and with
+  // `namespaces` (record --namespaces) the namespaces of new tasks.
+  static Result<TrackingEvents> open(const SamplingConfig* sampling = nullptr, unsigned mmap_pages = 128,
+                                     bool namespaces = false);
 
   void enable() { set_.enable(); }
   void disable() { set_.disable(); }

@@ -222,6 +222,44 @@ TEST_P(RecordCodec, LostSamples) {
   EXPECT_EQ(decode_as<LostSamplesRecord>(attr(), *bytes, PERF_RECORD_LOST_SAMPLES), l);
 }
 
+// PERF_RECORD_CGROUP: u64 id, then the path NUL-terminated and padded to 8 bytes, as the
+// kernel writes it (perf_event_cgroup_output).
+TEST_P(RecordCodec, Cgroup) {
+  CgroupRecord c{0x1234, "/offwake-test-42", trailer(sample_id_all())};
+  auto bytes = encode_cgroup(attr(), c);
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->size(), 8 + 8 + 24 + trailer_size());  // 16 characters and a NUL: 24
+  EXPECT_EQ(decode_as<CgroupRecord>(attr(), *bytes, PERF_RECORD_CGROUP), c);
+  expect_truncation_errors(attr(), *bytes, 8 + trailer_size());
+  CgroupRecord root{1, "/", trailer(sample_id_all())};
+  bytes = encode_cgroup(attr(), root);
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->size(), 8 + 8 + 8 + trailer_size());
+  EXPECT_EQ(decode_as<CgroupRecord>(attr(), *bytes, PERF_RECORD_CGROUP), root);
+}
+
+// PERF_RECORD_NAMESPACES: pid, tid, u64 nr_namespaces, then nr (dev, inode) pairs.
+TEST_P(RecordCodec, Namespaces) {
+  NamespacesRecord n{50, 51, {}, trailer(sample_id_all())};
+  for (uint64_t i = 0; i < 7; ++i) n.namespaces.push_back({4, 0xf0000000 + i});
+  auto bytes = encode_namespaces(attr(), n);
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->size(), 8 + 16 + 7 * 16 + trailer_size());
+  EXPECT_EQ(decode_as<NamespacesRecord>(attr(), *bytes, PERF_RECORD_NAMESPACES), n);
+  expect_truncation_errors(attr(), *bytes, 16 + 7 * 16 + trailer_size());
+}
+
+TEST(RecordCodecMalformed, NamespacesCountBeyondTheRecordIsBadInput) {
+  const perf_event_attr a = id_attr(false);
+  Bytes payload(16 + 16, 0);
+  const uint64_t nr = uint64_t{1} << 60;
+  std::memcpy(payload.data() + 8, &nr, sizeof nr);
+  perf_event_header h{PERF_RECORD_NAMESPACES, 0, static_cast<uint16_t>(8 + payload.size())};
+  auto r = decode_record(a, h, payload);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), ErrorKind::kBadInput);
+}
+
 INSTANTIATE_TEST_SUITE_P(SampleIdAll, RecordCodec, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "WithTrailer" : "NoTrailer"; });
 

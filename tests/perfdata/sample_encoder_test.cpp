@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <optional>
 #include <random>
 
 #include "perfdata/format.h"
@@ -18,7 +19,7 @@ constexpr uint64_t kEveryBit[] = {
     PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP,     PERF_SAMPLE_TID,    PERF_SAMPLE_TIME,
     PERF_SAMPLE_ADDR,       PERF_SAMPLE_ID,     PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU,
     PERF_SAMPLE_PERIOD,     PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_RAW, PERF_SAMPLE_REGS_USER,
-    PERF_SAMPLE_STACK_USER, PERF_SAMPLE_DATA_SRC};
+    PERF_SAMPLE_STACK_USER, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_CGROUP};
 
 // The user registers of the samples below: three of them (bits 0, 7 and 8: ax, sp, ip).
 constexpr uint64_t kRegsMask = 0x181;
@@ -56,6 +57,7 @@ SampleRecord full_sample() {
   s.user_stack.stack_size = 32;
   s.user_stack.stack = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // 12 of the 32 bytes filled
   s.data_src = 0xa0a0;
+  s.cgroup = 0xb0b0b0b0b;
   return s;
 }
 
@@ -83,6 +85,7 @@ SampleRecord selected(const SampleRecord& s, uint64_t t) {
     e.user_stack.stack = s.user_stack.stack;
   }
   if (t & PERF_SAMPLE_DATA_SRC) e.data_src = s.data_src;
+  if (t & PERF_SAMPLE_CGROUP) e.cgroup = s.cgroup;
   return e;
 }
 
@@ -176,10 +179,29 @@ TEST(SampleEncoder, ExactByteLayout) {
       0xa5, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //   ...and zero padding
   };
   static_assert(sizeof expected == 136);
-  const uint64_t t = kSupportedSampleType & ~uint64_t{PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_DATA_SRC};
+  const uint64_t t = kSupportedSampleType &
+                     ~uint64_t{PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_CGROUP};
   auto bytes = encode_sample(attr_with(t), s);
   ASSERT_TRUE(bytes) << bytes.error().message();
   EXPECT_EQ(*bytes, Bytes(std::begin(expected), std::end(expected)));
+}
+
+// `s` of user mode encodes to exactly `expected` and decodes back to itself; the decoded sample.
+std::optional<SampleRecord> expect_bytes_and_back(const perf_event_attr& a, const SampleRecord& s,
+                                                  std::span<const uint8_t> expected) {
+  auto bytes = encode_sample(a, s);
+  if (!bytes) {
+    ADD_FAILURE() << bytes.error().message();
+    return std::nullopt;
+  }
+  EXPECT_EQ(*bytes, Bytes(expected.begin(), expected.end()));
+  auto back = decode_sample(a, PERF_RECORD_MISC_USER, std::span(*bytes).subspan(8));
+  if (!back) {
+    ADD_FAILURE() << back.error().message();
+    return std::nullopt;
+  }
+  EXPECT_EQ(*back, s);
+  return *back;
 }
 
 // REGS_USER, STACK_USER and DATA_SRC as perf record --call-graph dwarf writes them: abi and one
@@ -208,15 +230,28 @@ TEST(SampleEncoder, ExactByteLayoutOfAStackCopy) {
   };
   static_assert(sizeof expected == 80);
   const perf_event_attr a = attr_with(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_DATA_SRC);
-  auto bytes = encode_sample(a, s);
-  ASSERT_TRUE(bytes) << bytes.error().message();
-  EXPECT_EQ(*bytes, Bytes(std::begin(expected), std::end(expected)));
-  auto back = decode_sample(a, PERF_RECORD_MISC_USER, std::span(*bytes).subspan(8));
-  ASSERT_TRUE(back) << back.error().message();
-  EXPECT_EQ(*back, s);
+  const std::optional<SampleRecord> back = expect_bytes_and_back(a, s, expected);
+  ASSERT_TRUE(back);
   EXPECT_EQ(back->user_stack.reg(8), 0x13u);  // PERF_REG_X86_IP
   EXPECT_EQ(back->user_stack.reg(1), std::nullopt);  // not in the mask
   EXPECT_FALSE(back->user_stack.stack_copy_full());  // 8 of 16 bytes: the stack's top was reached
+}
+
+// PERF_SAMPLE_CGROUP comes after DATA_SRC (and after WEIGHT, TRANSACTION, REGS_INTR and
+// PHYS_ADDR, which are not written): one u64, the cgroup id, as perf record --all-cgroups has it.
+TEST(SampleEncoder, CgroupComesLastAfterDataSrc) {
+  SampleRecord s;
+  s.misc = PERF_RECORD_MISC_USER;
+  s.period = 0x77;
+  s.data_src = 0x31;
+  s.cgroup = 0x0102030405060708;
+  const uint8_t expected[] = {
+      0x09, 0x00, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00,  // type 9 (SAMPLE), misc 2 (USER), size 32
+      0x77, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // PERIOD
+      0x31, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // DATA_SRC
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // CGROUP
+  };
+  expect_bytes_and_back(attr_with(PERF_SAMPLE_PERIOD | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_CGROUP), s, expected);
 }
 
 // A task without user context (a kernel thread, an exiting task): abi NONE and no registers;

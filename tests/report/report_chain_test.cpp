@@ -146,12 +146,12 @@ class RelayWriter {
     if (hops >= 1) {
       offwake_hop& h = k.chain.hop[0];
       h = offwake_hop{kB_BlockKernel, kB_BlockUser, OFFWAKE_STATE_INTERRUPTIBLE, 0, kRelay1, kRelay1, 0,
-                      kA_WakeKernel, kA_WakeUser, "relay1"};
+                      kA_WakeKernel, kA_WakeUser, "relay1", 0};
     }
     if (hops >= 2) {
       offwake_hop& h = k.chain.hop[1];
       h = offwake_hop{kA_BlockKernel, kA_BlockUser, OFFWAKE_STATE_UNINTERRUPTIBLE, OFFWAKE_WAKER_HARDIRQ, 0, 0, 0,
-                      kIrq_WakeKernel, kNoStack, "[hardirq]"};
+                      kIrq_WakeKernel, kNoStack, "[hardirq]", 0};
     }
     a.value.total_ns = ns;
     a.value.count = 2;

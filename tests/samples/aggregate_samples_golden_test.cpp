@@ -59,6 +59,8 @@ std::vector<Aggregate> aggregates() {
                                     ? OFFWAKE_NO_STACK
                                     : 3;
     a.key.waker_user_stack_id = flags == 0 ? 4 : OFFWAKE_NO_STACK;
+    a.key.cgroup_id = 0x100 + n;
+    a.key.waker_cgroup_id = thread ? 0x200 + n : 0;
     std::strcpy(a.key.comm, "blocked");
     std::strcpy(a.key.waker_comm, thread ? "waker" : "");
     a.value.total_ns = 1'000'000ull * (n + 1);
@@ -172,8 +174,9 @@ T le(const std::vector<uint8_t>& b, size_t at) {
 // An independent reading of the golden, field by field: Debian's perf decodes the two samples
 // of each aggregate to what perf-offwake-record(1) says they are. offwake-time: the blocked
 // thread's pid and tid, its kernel then user stack, period = total_ns, time = last_ns, and a raw
-// payload of u32 version 1, u32 state, u64 count, u64 max_ns, u32 waker flags, u32 chain (0 at
-// depth 1), padded with zeros to a u64 boundary. offwake-waker: the waker's pid and tid (a
+// payload of u32 version 3, u32 state, u64 count, u64 max_ns, u32 waker flags, u32 chain (0 at
+// depth 1), three u64 of sampling (0 without --sample-period) and the u64 waker cgroup, padded
+// with zeros to a u64 boundary. offwake-waker: the waker's pid and tid (a
 // pseudo-thread's for interrupts and missing wakers), its stacks, the same period and time.
 TEST(AggregateSamplesGolden, PerfDecodesEveryFieldOfTheGolden) {
   std::string error;
@@ -207,14 +210,16 @@ TEST(AggregateSamplesGolden, PerfDecodesEveryFieldOfTheGolden) {
     ASSERT_FALSE(bc.frames.empty());
     EXPECT_EQ(blocked.ip, bc.frames[0]);
     EXPECT_EQ(blocked.cpumode, bc.frames[0] >= 0xffff800000000000ull ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER);
-    ASSERT_EQ(blocked.raw.size(), 36u);  // 32 bytes of payload; with its u32 size, 40
-    EXPECT_EQ(le<uint32_t>(blocked.raw, 0), 1u);
+    ASSERT_EQ(blocked.raw.size(), 68u);  // 64 bytes of payload; with its u32 size, 72
+    EXPECT_EQ(le<uint32_t>(blocked.raw, 0), 3u);
     EXPECT_EQ(le<uint32_t>(blocked.raw, 4), a.key.state);
     EXPECT_EQ(le<uint64_t>(blocked.raw, 8), a.value.count);
     EXPECT_EQ(le<uint64_t>(blocked.raw, 16), a.value.max_ns);
     EXPECT_EQ(le<uint32_t>(blocked.raw, 24), a.key.waker_flags);
     EXPECT_EQ(le<uint32_t>(blocked.raw, 28), 0u);
-    EXPECT_EQ(le<uint32_t>(blocked.raw, 32), 0u);
+    for (size_t at = 32; at < 56; at += 8) EXPECT_EQ(le<uint64_t>(blocked.raw, at), 0u) << at;
+    EXPECT_EQ(le<uint64_t>(blocked.raw, 56), a.key.waker_cgroup_id);
+    EXPECT_EQ(le<uint32_t>(blocked.raw, 64), 0u);
 
     const uint32_t pseudo = pseudo_waker_tid(a.key.waker_flags);
     expect_sample(waker, "offwake-waker", pseudo ? pseudo : a.key.waker_tgid, pseudo ? pseudo : a.key.waker_tid,

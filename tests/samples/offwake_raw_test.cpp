@@ -24,23 +24,88 @@ OffwakeRaw head(uint32_t hops) {
 
 bool same(const OffwakeRaw& a, const OffwakeRaw& b) {
   return a.version == b.version && a.state == b.state && a.count == b.count && a.max_ns == b.max_ns &&
-         a.waker_flags == b.waker_flags && a.chain == b.chain;
+         a.waker_flags == b.waker_flags && a.chain == b.chain && a.sample_period_ns == b.sample_period_ns &&
+         a.sampled == b.sampled && a.sampled_ns == b.sampled_ns && a.waker_cgroup == b.waker_cgroup;
 }
 
 TEST(OffwakeRaw, RoundTripsWithoutAChain) {
-  const std::vector<uint8_t> bytes = encode_offwake_raw(head(0));
-  ASSERT_EQ(bytes.size(), kOffwakeRawV1Size);
+  OffwakeRaw h = head(0);
+  h.waker_cgroup = 0x1234'5678'9abc;
+  const std::vector<uint8_t> bytes = encode_offwake_raw(h);
+  ASSERT_EQ(bytes.size(), sizeof(OffwakeRaw));
   auto d = decode_offwake_raw(bytes);
   ASSERT_TRUE(d);
-  EXPECT_TRUE(same(d->head, head(0)));
-  EXPECT_EQ(d->head.version, 1u);
+  EXPECT_TRUE(same(d->head, h));
+  EXPECT_EQ(d->head.version, 3u);
+  EXPECT_EQ(d->head.waker_cgroup, 0x1234'5678'9abcu);
   EXPECT_TRUE(d->hops.empty());
+}
+
+// Files written before version 3 still read: version 1 (32 bytes, exact recordings) and 2
+// (56 bytes, --sample-period), their hops right after their shorter heads, the fields they
+// lack zero. The bytes are made by hand, as those recorders wrote them.
+std::vector<uint8_t> old_payload(uint32_t version, std::initializer_list<uint64_t> tail, uint32_t hops) {
+  std::vector<uint8_t> b;
+  auto put = [&](uint64_t v, size_t n) {
+    for (size_t i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  put(version, 4);
+  put(0x2, 4);                          // state D
+  put(7, 8);                            // count
+  put(123'456'789, 8);                  // max_ns
+  put(OFFWAKE_WAKER_SOFTIRQ, 4);        // waker_flags
+  put(make_chain(hops, OFFWAKE_CHAIN_END_DEPTH), 4);
+  for (uint64_t v : tail) put(v, 8);    // version 2: period, sampled, sampled_ns
+  for (uint32_t i = 0; i < hops; ++i) {
+    put(0x1, 4);
+    put(OFFWAKE_WAKER_KTHREAD, 4);
+  }
+  return b;
+}
+
+TEST(OffwakeRaw, VersionOneOfEarlierRecordingsStillReads) {
+  const std::vector<uint8_t> bytes = old_payload(1, {}, 2);
+  ASSERT_EQ(bytes.size(), 32u + 16u);
+  auto d = decode_offwake_raw(bytes);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->head.version, 1u);
+  EXPECT_EQ(d->head.state, 0x2u);
+  EXPECT_EQ(d->head.count, 7u);
+  EXPECT_EQ(d->head.max_ns, 123'456'789u);
+  EXPECT_EQ(d->head.waker_flags, uint32_t{OFFWAKE_WAKER_SOFTIRQ});
+  EXPECT_EQ(d->head.sample_period_ns, 0u);
+  EXPECT_EQ(d->head.waker_cgroup, 0u);
+  ASSERT_EQ(d->hops.size(), 2u);
+  EXPECT_EQ(d->hops[1].waker_flags, uint32_t{OFFWAKE_WAKER_KTHREAD});
+}
+
+TEST(OffwakeRaw, VersionTwoOfEarlierRecordingsStillReads) {
+  const std::vector<uint8_t> bytes = old_payload(2, {500'000, 6, 1'234'567}, 1);
+  ASSERT_EQ(bytes.size(), 56u + 8u);
+  auto d = decode_offwake_raw(bytes);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->head.version, 2u);
+  EXPECT_EQ(d->head.sample_period_ns, 500'000u);
+  EXPECT_EQ(d->head.sampled, 6u);
+  EXPECT_EQ(d->head.sampled_ns, 1'234'567u);
+  EXPECT_EQ(d->head.waker_cgroup, 0u);  // the hop's bytes are not read as a cgroup
+  ASSERT_EQ(d->hops.size(), 1u);
+  EXPECT_EQ(d->hops[0].state, 0x1u);
+  // A version 2 head cut short is not ours.
+  EXPECT_FALSE(decode_offwake_raw(std::span(bytes).first(55)));
+}
+
+// A version 3 head cut to a version 2 head's length is not ours either.
+TEST(OffwakeRaw, VersionThreeCutShortIsNotOurs) {
+  const std::vector<uint8_t> bytes = encode_offwake_raw(head(0));
+  EXPECT_FALSE(decode_offwake_raw(std::span(bytes).first(kOffwakeRawV2Size)));
+  EXPECT_FALSE(decode_offwake_raw(std::span(bytes).first(sizeof(OffwakeRaw) - 1)));
 }
 
 TEST(OffwakeRaw, RoundTripsEveryHopInOrder) {
   const std::vector<OffwakeRawHop> hops = {{0x1, 0}, {0x2, OFFWAKE_WAKER_SOFTIRQ}, {0x402, OFFWAKE_WAKER_KTHREAD}};
   const std::vector<uint8_t> bytes = encode_offwake_raw(head(3), hops);
-  ASSERT_EQ(bytes.size(), kOffwakeRawV1Size + 3 * sizeof(OffwakeRawHop));
+  ASSERT_EQ(bytes.size(), sizeof(OffwakeRaw) + 3 * sizeof(OffwakeRawHop));
   auto d = decode_offwake_raw(bytes);
   ASSERT_TRUE(d);
   EXPECT_TRUE(same(d->head, head(3)));
@@ -56,22 +121,27 @@ TEST(OffwakeRaw, RoundTripsEveryHopInOrder) {
 // The bytes are the structs' own, in host order (little-endian where this runs), as the golden
 // perf.data files have them.
 TEST(OffwakeRaw, EncodesTheHeadFieldByField) {
-  const std::vector<uint8_t> bytes = encode_offwake_raw(head(1), std::vector<OffwakeRawHop>{{0x1, 0x8}});
+  OffwakeRaw h = head(1);
+  h.waker_cgroup = 0x5566;
+  const std::vector<uint8_t> bytes = encode_offwake_raw(h, std::vector<OffwakeRawHop>{{0x1, 0x8}});
   auto u32 = [&](size_t at) { return uint32_t(bytes[at]) | uint32_t(bytes[at + 1]) << 8 | uint32_t(bytes[at + 2]) << 16 | uint32_t(bytes[at + 3]) << 24; };
-  EXPECT_EQ(u32(0), 1u);
+  EXPECT_EQ(u32(0), 3u);
   EXPECT_EQ(u32(4), 0x2u);
   EXPECT_EQ(u32(8), 7u);
   EXPECT_EQ(u32(12), 0u);
   EXPECT_EQ(u32(16), 123'456'789u);
   EXPECT_EQ(u32(24), uint32_t{OFFWAKE_WAKER_HARDIRQ});
   EXPECT_EQ(u32(28), make_chain(1, OFFWAKE_CHAIN_END_IRQ));
-  EXPECT_EQ(u32(32), 0x1u);
-  EXPECT_EQ(u32(36), 0x8u);
+  for (size_t at = 32; at < 56; at += 4) EXPECT_EQ(u32(at), 0u) << at;  // no sampling
+  EXPECT_EQ(u32(56), 0x5566u);
+  EXPECT_EQ(u32(60), 0u);
+  EXPECT_EQ(u32(64), 0x1u);
+  EXPECT_EQ(u32(68), 0x8u);
 }
 
 TEST(OffwakeRaw, TooShortForAHeadIsNotOurs) {
   const std::vector<uint8_t> bytes = encode_offwake_raw(head(0));
-  for (size_t n = 0; n < kOffwakeRawV1Size; ++n)
+  for (size_t n = 0; n < sizeof(OffwakeRaw); ++n)
     EXPECT_FALSE(decode_offwake_raw(std::span(bytes).first(n))) << n << " bytes";
 }
 
@@ -100,10 +170,10 @@ TEST(OffwakeRaw, HopsAreBoundedByThePayloadAndTheAnnouncement) {
   EXPECT_EQ(fewer->hops.size(), 1u);
 }
 
-// All ones: a version above 2, read as 2, whose head is the whole of OffwakeRaw.
+// All ones: a version above 3, read as 3, whose head is the whole of OffwakeRaw.
 TEST(OffwakeRaw, GarbageDecodesWithinItsBounds) {
-  for (size_t n : {32u, 33u, 40u, 55u}) EXPECT_FALSE(decode_offwake_raw(std::vector<uint8_t>(n, 0xff))) << n;
-  for (size_t n : {56u, 57u, 64u, 71u, 300u}) {
+  for (size_t n : {32u, 33u, 40u, 55u, 56u, 63u}) EXPECT_FALSE(decode_offwake_raw(std::vector<uint8_t>(n, 0xff))) << n;
+  for (size_t n : {64u, 65u, 72u, 79u, 300u}) {
     const std::vector<uint8_t> bytes(n, 0xff);
     auto d = decode_offwake_raw(bytes);
     ASSERT_TRUE(d) << n;
@@ -112,11 +182,10 @@ TEST(OffwakeRaw, GarbageDecodesWithinItsBounds) {
   }
 }
 
-// --sample-period: version 2 appends the period and the sampled blocks; its hops follow the
-// longer head, and a version 2 head cut short is not ours.
-TEST(OffwakeRaw, VersionTwoCarriesTheSamplingAndItsHops) {
+// --sample-period: the period and the sampled blocks (appended by version 2), its hops after
+// the whole head.
+TEST(OffwakeRaw, SamplingFieldsAndHopsRoundTrip) {
   OffwakeRaw h = head(2);
-  h.version = 2;
   h.sample_period_ns = 500'000;
   h.sampled = 6;
   h.sampled_ns = 1'234'567;
@@ -131,11 +200,6 @@ TEST(OffwakeRaw, VersionTwoCarriesTheSamplingAndItsHops) {
   EXPECT_EQ(d->head.sampled_ns, 1'234'567u);
   ASSERT_EQ(d->hops.size(), 2u);
   EXPECT_EQ(d->hops[1].waker_flags, OFFWAKE_WAKER_SOFTIRQ);
-  EXPECT_FALSE(decode_offwake_raw(std::span(bytes).first(sizeof(OffwakeRaw) - 1)));
-  // A version 1 head leaves the sampling fields zero.
-  auto v1 = decode_offwake_raw(encode_offwake_raw(head(0)));
-  ASSERT_TRUE(v1);
-  EXPECT_EQ(v1->head.sample_period_ns, 0u);
 }
 
 // The variance of a sampled time: P^2 per block kept short, less P times their length; none

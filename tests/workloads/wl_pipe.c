@@ -4,7 +4,9 @@
  * prints the truth line, with the parent as the waker. With -c CPU the child runs on that CPU
  * only, from before its first read (the parent stays where it was started, e.g. by taskset):
  * waker and wakee on two given CPUs. With -r 1 the parent prints "ready parent=P child=C"
- * once the child exists (their pids as the workload sees them: in a container, its own). */
+ * once the child exists (their pids as the workload sees them: in a container, its own).
+ * With -g FILE the child moves itself into a cgroup before its first read, by writing 0 to
+ * FILE (that cgroup's cgroup.procs): the waker stays in the parent's cgroup. */
 #define _GNU_SOURCE
 #include <sys/wait.h>
 
@@ -27,6 +29,7 @@ WL_NOINLINE void wl_send_message(int fd)
 int main(int argc, char **argv)
 {
 	long count = 20, ms = 20, blocks = 0, child_cpu = -1, ready = 0, i;
+	const char *child_cgroup = NULL;
 	uint64_t blocked = 0;
 	int fds[2], status;
 	pid_t child;
@@ -37,6 +40,8 @@ int main(int argc, char **argv)
 			child_cpu = atol(argv[i + 1]);
 		else if (strcmp(argv[i], "-r") == 0)
 			ready = atol(argv[i + 1]);
+		else if (strcmp(argv[i], "-g") == 0)
+			child_cgroup = argv[i + 1];
 	if (pipe(fds) != 0)
 		return 1;
 	child = fork();
@@ -51,6 +56,14 @@ int main(int argc, char **argv)
 			if (sched_setaffinity(0, sizeof set, &set) != 0) {
 				perror("sched_setaffinity");
 				_exit(7);
+			}
+		}
+		if (child_cgroup) {
+			FILE *procs = fopen(child_cgroup, "w");
+
+			if (!procs || fputs("0\n", procs) < 0 || fclose(procs) != 0) {
+				perror(child_cgroup);
+				_exit(8);
 			}
 		}
 		close(fds[1]);
