@@ -1,0 +1,75 @@
+// Remembered user stack walks (bpf-progs/walk_memo.bpf.h): a thread's walk that repeats its
+// last one from the same place, with the same registers and every stack word that walk read
+// unchanged, is replayed, not walked. The workload blocks, and wakes, through two call paths
+// with the same frames (tests/workloads/wl_memo_paths.c, -O2, walked by its unwind tables), so
+// the registers are the same whichever path a block took, and only the return addresses on the
+// stack tell the paths apart. Each path's recorded time and blocks must be its own, read by
+// Debian's perf script: a replay that served the last block's stack would put one path's
+// blocks under the other.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "support/blocked_samples.h"
+#include "support/paths.h"
+#include "support/perf_script.h"
+#include "support/run.h"
+#include "support/truth.h"
+
+namespace offwake::test {
+namespace {
+
+const std::string kMemoPaths = kWorkloads + "wl_memo_paths";
+
+// The summary's count of replayed walks ("N of them the thread's last walk ..., replayed").
+uint64_t replayed_walks(const std::string& record_stderr) {
+  std::smatch m;
+  static const std::regex re("; (\\d+) of them the thread's last walk from the same place, replayed");
+  return std::regex_search(record_stderr, m, re) ? std::stoull(m[1]) : 0;
+}
+
+void expect_each_path_its_own(const RecordRun& r) {
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 2u) << r.record.out;
+  for (const Truth& t : r.truth) {
+    const bool a = t.function == "memo_path_a";
+    const std::string other = a ? "memo_path_b" : "memo_path_a";
+    const std::string other_waker = a ? "memo_wake_b" : "memo_wake_a";
+    Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
+    expect_truth_blocks(b, t.function);  // time within 5%, blocks as many
+    for (const ScriptSample* s : b.blocked) {
+      EXPECT_FALSE(s->has_frame(other)) << t.function << " and " << other << " in one stack";
+      EXPECT_TRUE(s->has_frame("memo_read"));
+      EXPECT_TRUE(s->has_frame("main")) << "a complete stack";
+    }
+    ASSERT_FALSE(b.wakers.empty());
+    for (const ScriptSample* w : b.wakers) {
+      EXPECT_EQ(w->tid, t.waker_tid);
+      EXPECT_TRUE(w->has_frame(t.waker_function)) << t.function << " woken without " << t.waker_function;
+      EXPECT_FALSE(w->has_frame(other_waker)) << t.function << " woken by " << other_waker;
+      EXPECT_TRUE(w->has_frame("memo_write"));
+    }
+  }
+}
+
+// 120 blocks in runs of one to three on a path: about half on the last block's path
+// (replayed), half not (the words differ: walked).
+TEST(WalkMemo, ReplayedWalksKeepEachBlocksOwnPath) {
+  TempDir dir;
+  RecordRun r = record_and_script(dir, "-- " + kMemoPaths + " -n 120 -m 5");
+  expect_each_path_its_own(r);
+  // Else this test would not test replays: the blocked thread's and the waker's repeats.
+  EXPECT_GE(replayed_walks(r.record.err), 60u) << r.record.err;
+}
+
+// The same, lazily (blocks sampled, stacks taken once kept: some walks at switch-out, others
+// by task work or at switch-in), every block kept: the period is below the blocks' length.
+TEST(WalkMemo, ReplayedWalksKeepEachBlocksOwnPathWhenSampled) {
+  TempDir dir;
+  RecordRun r = record_and_script(dir, "--sample-period 1000 -- " + kMemoPaths + " -n 120 -m 5");
+  expect_each_path_its_own(r);
+}
+
+}  // namespace
+}  // namespace offwake::test
