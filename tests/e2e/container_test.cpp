@@ -8,7 +8,10 @@
 //     (a directory of the test's, given to perf with --buildid-dir and to us as perf hands it
 //     on, in PERF_BUILDID_DIR);
 //   - its samples carry the host's pids, not the container's;
-//   - --no-buildid-cache leaves the cache directory empty.
+//   - --no-buildid-cache leaves the cache directory empty;
+//   - its blocked time is its cgroup's (a cgroup v2 directory the container runs in, named
+//     as a container runtime names them), for Debian's perf report --sort cgroup and for our
+//     report's --sort cgroup and pprof container label.
 // A container that runs before the recording starts is described from /proc: its binary is
 // read through /proc/PID/map_files, not looked up on the host. And -p of the container's process
 // caches its binary too.
@@ -29,6 +32,7 @@
 #include "support/run.h"
 #include "support/side_by_side.h"
 #include "support/spawned.h"
+#include "support/test_cgroup.h"
 #include "support/tolerances.h"
 #include "support/truth.h"
 #include "synth/elf_file.h"
@@ -51,6 +55,9 @@ struct ContainerRecording {
   std::string err;
   Truth truth;  // in the container's pids
   uint32_t host_parent = 0, host_child = 0;
+  // The container's cgroup, named as a container runtime names them.
+  std::string container_id = container_like_id(static_cast<unsigned>(getpid()));
+  std::unique_ptr<TestCgroup> cgroup = std::make_unique<TestCgroup>("docker-" + container_id + ".scope");
 };
 
 // perf offwake record -a OPTIONS, with PERF_BUILDID_DIR a fresh directory; the container runs
@@ -58,6 +65,7 @@ struct ContainerRecording {
 // is ready), and has exited, its root file system gone, when the recorder is stopped.
 ContainerRecording record_container(const std::vector<std::string>& options, bool before = false) {
   ContainerRecording r;
+  EXPECT_EQ(r.cgroup->error(), "");
   r.data = r.dir->file("perf.data");
   r.cache = r.dir->file("cache");
   std::filesystem::create_directory(r.cache);
@@ -70,7 +78,7 @@ ContainerRecording record_container(const std::vector<std::string>& options, boo
   {
     std::unique_ptr<Container> c;
     auto start_container = [&] {
-      c = std::make_unique<Container>(ContainerOptions{kBinary, kApp, args, ""});
+      c = std::make_unique<Container>(ContainerOptions{kBinary, kApp, args, r.cgroup->dir()});
       if (c->wait_for_line("ready ", 10'000).empty()) return false;
       const auto host = c->host_pids();
       r.host_parent = host.count(1) ? host.at(1) : 0;
@@ -257,6 +265,49 @@ TEST(Container, APidRecordingCachesItsBinary) {
   for (const ScriptSample& s : parse_perf_script(out.out))
     if (s.tid == parent && s.has_frame("main")) main_named = true;
   EXPECT_TRUE(main_named) << out.out.substr(0, 3000);
+}
+
+// Its blocked time is its cgroup's: Debian's perf report --sort cgroup,pid puts the child's
+// blocks under the container's cgroup, within 5% of what the child measured, and so does our
+// report's --sort cgroup (with the count); --pprof labels them with the container's id.
+TEST(Container, ItsBlockedTimeIsUnderItsCgroup) {
+  const ContainerRecording& r = recorded();
+  expect_recorded(r);
+  const std::string cgroup = r.cgroup->path();
+  auto report = run(std::string(kDebianPerf) + " --buildid-dir " + r.cache + " report -i " + r.data +
+                    " --no-children --sort cgroup,pid --stdio -g none -n --show-total-period --percent-limit 0");
+  ASSERT_EQ(report.status, 0) << report.err;
+  // "   12.34%   9   181164343  /offwake-test-...scope   17409:ctr_app", per event.
+  static const std::regex kEvent(R"(^# Samples: .* of event '([^']+)')");
+  static const std::regex kRow(R"(^\s+[0-9.]+%\s+([0-9]+)\s+([0-9]+)\s+(\S+)\s+([0-9]+):(\S+)\s*$)");
+  std::string event;
+  uint64_t child_ns = 0, child_samples = 0, elsewhere_ns = 0;
+  std::istringstream in(report.out);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, kEvent)) event = m[1];
+    if (event != "offwake-time" || !std::regex_match(line, m, kRow) || std::stoul(m[4]) != r.host_child) continue;
+    (m[3] == cgroup ? child_ns : elsewhere_ns) += std::stoull(m[2]);
+    if (m[3] == cgroup) child_samples += std::stoull(m[1]);
+  }
+  EXPECT_GT(child_samples, 0u) << report.out;
+  EXPECT_EQ(elsewhere_ns, 0u) << "the child's blocks in another cgroup\n" << report.out;
+  // The child's blocks besides those it timed (its start, its exit) are a few microseconds.
+  EXPECT_NEAR(static_cast<double>(child_ns), static_cast<double>(r.truth.blocked_ns),
+              kBlockedTimeTolerance * static_cast<double>(r.truth.blocked_ns))
+      << report.out;
+
+  // Ours: the child's blocks in the cgroup's group ("# cgroup PATH: 181.16 ms, 0.35%, 10 blocks").
+  auto ours = run("PERF_BUILDID_DIR=" + r.cache + " " + kOffwake + " report -i " + r.data +
+                  " --stdio --sort cgroup --cgroup " + cgroup + " --tid " + std::to_string(r.host_child));
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  static const std::regex kGroup(R"(# cgroup (\S+): ([0-9.]+) (ns|us|ms|s), [0-9.]+%, ([0-9]+) blocks)");
+  ASSERT_TRUE(std::regex_search(ours.out, m, kGroup)) << ours.out;
+  EXPECT_EQ(m[1], cgroup);
+  EXPECT_EQ(std::stoull(m[4]), r.truth.count) << ours.out;
+  EXPECT_NEAR(parse_human_ns(m[2], m[3]), static_cast<double>(r.truth.blocked_ns),
+              kBlockedTimeTolerance * static_cast<double>(r.truth.blocked_ns))
+      << ours.out;
 }
 
 }  // namespace
