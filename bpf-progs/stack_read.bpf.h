@@ -32,11 +32,12 @@ static __always_inline long walk_end(struct walk_ctx *w, __u32 why)
 	return 1;
 }
 
-/* Notes that the word at `off` from the walk's first sp held `val`. Counted in the map value,
- * not in the walk's state: the verifier follows a count on the stack as a known number, and
- * would not see one frame's state as another's. Masked, not branched on: past
- * WALK_MEMO_WORDS the words wrap around, and the walk is not remembered. A global function,
- * verified once: inlined at each read, it tripled what the verifier walks through. */
+/* Notes that the word at r->at held `val`, at its offset from the walk's first sp (r->sp0).
+ * The address comes through the map value, like the count, not in a register or the walk's
+ * state: the verifier follows those as known numbers, and would not see one frame's state as
+ * another's. Masked, not branched on: past WALK_MEMO_WORDS the words wrap around, and the walk
+ * is not remembered. A global function, verified once: inlined at each read, noting made the
+ * verifier go through three times as many instructions (-v prints them). */
 __noinline int note_word(struct walk_words *r, __u64 val)
 {
 	__u32 i;
