@@ -125,11 +125,14 @@ TEST(SwitchOutput, TimedWindowsAddUpToTheTruth) {
   EXPECT_NE(table.out.find("wl_wait_for_message"), std::string::npos);
 }
 
-// --switch-output alone is --switch-output=signal: SIGUSR2 ends a window.
+// --switch-output alone is --switch-output=signal: SIGUSR2 ends a window. The signal is sent
+// half a second after the workload has started (its "ready" line: the recorder starts it once
+// attached, which may take more than a second), so that both windows have its blocks.
 TEST(SwitchOutput, Sigusr2EndsAWindow) {
   TempDir dir;
   auto rec = run("cd " + dir.path() + " && { " + kOffwake + " record -o perf.data --switch-output -- " + kWorkloads +
-                 "wl_pipe -n 100 -m 20 & pid=$!; sleep 1; kill -USR2 $pid; wait $pid; }");
+                 "wl_pipe -n 100 -m 20 -r 1 > out & pid=$!; until grep -q '^ready ' out; do sleep 0.05; done; "
+                 "sleep 0.5; kill -USR2 $pid; wait $pid; status=$?; cat out; exit $status; }");
   ASSERT_EQ(rec.status, 0) << rec.err;
   auto truth = parse_truth(rec.out);
   ASSERT_EQ(truth.size(), 1u) << rec.out;

@@ -12,6 +12,7 @@
 
 #include "support/paths.h"
 #include "support/run.h"
+#include "support/scoped_env.h"
 #include "symbolize/dso.h"
 #include "synth/build_id_dir.h"
 #include "synth/elf_file.h"
@@ -144,9 +145,7 @@ TEST(BuildIdCache, TheReportFindsBinariesByBuildId) {
   ASSERT_EQ(cache.add({getpid(), 0, 0, pipe}, id), id);  // read through /proc/self/root
   ASSERT_FALSE(build_id_cached_file(dir.path(), id).empty());
 
-  const char* before = getenv("PERF_BUILDID_DIR");
-  const std::string saved = before ? before : "";
-  setenv("PERF_BUILDID_DIR", dir.path().c_str(), 1);
+  test::ScopedEnv cache_dir("PERF_BUILDID_DIR", dir.path());
   for (const std::string& name : {std::string("/app/not_on_this_host"), test::kWorkloads + "wl_sleep"}) {
     SCOPED_TRACE(name);
     symbolize::Dso dso(name, id, symbolize::DsoKind::kElf);
@@ -159,13 +158,11 @@ TEST(BuildIdCache, TheReportFindsBinariesByBuildId) {
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->name, "wl_wait_for_message");
   }
-  setenv("PERF_BUILDID_DIR", dir.file("empty").c_str(), 1);
+  cache_dir.set(dir.file("empty"));
   symbolize::Dso missing("/app/not_on_this_host", id, symbolize::DsoKind::kElf);
   EXPECT_EQ(missing.state(), symbolize::DsoState::kMissing);
   symbolize::Dso other(test::kWorkloads + "wl_sleep", id, symbolize::DsoKind::kElf);
   EXPECT_EQ(other.state(), symbolize::DsoState::kBuildIdMismatch);
-  if (before) setenv("PERF_BUILDID_DIR", saved.c_str(), 1);
-  else unsetenv("PERF_BUILDID_DIR");
 }
 
 }  // namespace

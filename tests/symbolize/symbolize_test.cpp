@@ -21,6 +21,7 @@
 
 #include "support/paths.h"
 #include "support/run.h"
+#include "support/scoped_env.h"
 #include "symbolize/symbol_table.h"
 #include "symbolize/symbolizer.h"
 #include "synth/elf_file.h"
@@ -280,6 +281,9 @@ TEST(Symbolizer, PartialOverlapKeepsTheRestOfTheOldMapping) {
 
 TEST(Symbolizer, GoneOrReplacedFileIsUnknownNeverWrong) {
   test::TempDir dir;
+  // A build-id cache without this binary: one that has it (perf offwake record fills
+  // ~/.debug) finds it by its build id, right, wherever its path went.
+  test::ScopedEnv cache_dir("PERF_BUILDID_DIR", dir.file("empty-cache"));
   const std::string copy = dir.file("wl_sleep");
   std::filesystem::copy_file(kWorkloads + "wl_sleep", copy);
   ElfFile elf = open_elf(copy);
