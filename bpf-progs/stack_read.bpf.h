@@ -55,8 +55,9 @@ __noinline int note_word(struct walk_words *r, __u64 val)
  * thread's stack: the walk never reads anywhere else. The stack is read a window at a time,
  * within one page, so that shallow stacks cost one read. A read that faults costs a page fault
  * with exception fixup, microseconds, and gives nothing. 0, or the OFFWAKE_WALK_* that ends
- * the walk. Each word read is noted in s->read, for the thread's memo (walk_memo.bpf.h). */
-static __always_inline __u32 stack_word(struct walk_ctx *w, __u64 addr, __u64 *out, int other_task)
+ * the walk. With `note` (a constant: a walk's reads, not a replay's), each word read is noted in
+ * s->read, for the thread's memo (walk_memo.bpf.h). */
+static __always_inline __u32 stack_word(struct walk_ctx *w, __u64 addr, __u64 *out, int other_task, int note)
 {
 	struct scratch *s = w->s;
 	__u64 len, off;
@@ -81,8 +82,10 @@ static __always_inline __u32 stack_word(struct walk_ctx *w, __u64 addr, __u64 *o
 	}
 	off = (addr - s->win_start) & (WINDOW - 1);
 	*out = *(__u64 *)&s->window[off];
-	s->read.at = addr;
-	note_word(&s->read, *out);
+	if (note) {
+		s->read.at = addr;
+		note_word(&s->read, *out);
+	}
 	return 0;
 }
 

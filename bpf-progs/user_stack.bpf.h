@@ -41,7 +41,7 @@ static __always_inline long fp_step(struct walk_ctx *w, int other_task)
 
 	if (!fp)
 		return walk_end(w, OFFWAKE_WALK_COMPLETE);
-	if ((err = stack_word(w, fp, &next, other_task)) || (err = stack_word(w, fp + 8, &ret, other_task)))
+	if ((err = stack_word(w, fp, &next, other_task, 1)) || (err = stack_word(w, fp + 8, &ret, other_task, 1)))
 		return walk_end(w, err);
 	return next_frame(w, ret, fp + 16, next, 0);
 }
@@ -63,9 +63,9 @@ static __always_inline long table_step(struct walk_ctx *w, __u32 rule, int other
 	case OFFWAKE_UNWIND_END_OF_STACK:
 		return walk_end(w, OFFWAKE_WALK_COMPLETE);
 	case OFFWAKE_UNWIND_SIGNAL:
-		if ((err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RBP, &bp, other_task)) ||
-		    (err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RSP, &sp, other_task)) ||
-		    (err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RIP, &ret, other_task)))
+		if ((err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RBP, &bp, other_task, 1)) ||
+		    (err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RSP, &sp, other_task, 1)) ||
+		    (err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RIP, &ret, other_task, 1)))
 			return walk_end(w, err);
 		return next_frame(w, ret, sp, bp, 1);
 	case OFFWAKE_UNWIND_NONE:
@@ -76,10 +76,10 @@ static __always_inline long table_step(struct walk_ctx *w, __u32 rule, int other
 		return walk_end(w, OFFWAKE_WALK_UNSUPPORTED);
 	}
 	cfa = offwake_unwind_cfa(rule, w->sp, w->bp, w->pc);
-	if ((err = stack_word(w, cfa - 8, &ret, other_task)))
+	if ((err = stack_word(w, cfa - 8, &ret, other_task, 1)))
 		return walk_end(w, err);
 	rbp_at = offwake_unwind_rbp_offset(rule);
-	if (rbp_at && (err = stack_word(w, cfa + rbp_at, &bp, other_task)))
+	if (rbp_at && (err = stack_word(w, cfa + rbp_at, &bp, other_task, 1)))
 		return walk_end(w, err);
 	return next_frame(w, ret, cfa, bp, 0);
 }

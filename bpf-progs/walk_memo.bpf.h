@@ -68,7 +68,7 @@ static long replay_word(__u32 i, void *data)
 	struct replay_ctx *r = data;
 	__u64 v;
 
-	if (i >= WALK_MEMO_WORDS || stack_word(&r->w, r->w.sp0 + r->m->read.off[i], &v, 0) ||
+	if (i >= WALK_MEMO_WORDS || stack_word(&r->w, r->w.sp0 + r->m->read.off[i], &v, 0, 0) ||
 	    v != r->m->read.val[i]) {
 		r->differs = 1;
 		return 1;
