@@ -22,7 +22,14 @@
  * switch-in to the user's clock read), which the clock around the call counts and no recorder
  * should; while the kernel starts charging a woken thread CPU time when it is queued, before
  * it runs. A read that returns within WL_SHORT_MIN_NS found its byte there and did not block:
- * it is not counted. */
+ * it is not counted.
+ *
+ * Last,
+ *   cpu_not_charged ns=N
+ * the machine's time (all CPUs) over the run that the kernel charges to no thread: stolen by
+ * the hypervisor, or spent serving interrupts (/proc/stat's steal, irq and softirq). A thread
+ * on a CPU the host took away is on the CPU to a switch-based recorder but not charged CPU
+ * time, so the kernel's off-CPU account can exceed the recorder's by up to this much. */
 #define _GNU_SOURCE
 #include "wl_common.h"
 
@@ -64,6 +71,23 @@ static void stop_timing(struct truth *t)
 	uint64_t elapsed = wl_now_ns() - t->start_ns;
 
 	t->off_cpu_ns = elapsed > cpu ? elapsed - cpu : 0;
+}
+
+/* /proc/stat's irq, softirq and steal time of all CPUs, in ns; 0 if unreadable. */
+static uint64_t not_charged_ns(void)
+{
+	unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+	FILE *f = fopen("/proc/stat", "r");
+	int n = 0;
+
+	if (f) {
+		n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
+			   &iowait, &irq, &softirq, &steal);
+		fclose(f);
+	}
+	if (n != 8)
+		return 0;
+	return (irq + softirq + steal) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 }
 
 static long random_us(unsigned int *seed)
@@ -152,6 +176,7 @@ int main(int argc, char **argv)
 {
 	double seconds = 5;
 	int sleepers = 2, opt, i;
+	uint64_t not_charged;
 	pthread_t threads[66];
 	struct truth truths[66];
 
@@ -170,6 +195,7 @@ int main(int argc, char **argv)
 	if (pipe(relay_pipe) != 0)
 		return 3;
 	memset(truths, 0, sizeof(truths));
+	not_charged = not_charged_ns();
 	deadline_ns = wl_now_ns() + (uint64_t)(seconds * 1e9);
 	for (i = 0; i < sleepers + 2; i++) {
 		void *(*fn)(void *) = i <= sleepers ? sleeper : relay_reader;
@@ -181,11 +207,17 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < sleepers + 2; i++)
 		pthread_join(threads[i], NULL);
+	{
+		uint64_t end = not_charged_ns();
+
+		not_charged = end > not_charged ? end - not_charged : 0;
+	}
 	for (i = 0; i < sleepers + 1; i++)
 		wl_print_truth(truths[i].tid, "wl_short_sleep", truths[i].blocked_ns, truths[i].count, 0, "[hardirq]");
 	wl_print_truth(truths[sleepers + 1].tid, "wl_short_wait", truths[sleepers + 1].blocked_ns,
 		       truths[sleepers + 1].count, truths[sleepers].tid, "wl_relay_write");
 	for (i = 0; i < sleepers + 2; i++)
 		printf("off_cpu tid=%d ns=%llu\n", truths[i].tid, (unsigned long long)truths[i].off_cpu_ns);
+	printf("cpu_not_charged ns=%llu\n", (unsigned long long)not_charged);
 	return 0;
 }
