@@ -26,19 +26,25 @@ static __always_inline void emit_pending(struct offwake_task_block *b, __s64 use
 
 /* Lazy capture with task work: runs in the task's own context on its way back to user space,
  * with its user registers as they were when it blocked. A parked block gets its user stack.
- * Preemptible (migration disabled): the walk uses this thread's own scratch space. */
+ * Preemptible (migration disabled): the walk uses this thread's own scratch space. The kernel
+ * runs this callback outside any program's accounting, so it counts its own runs and time
+ * (user_work_runs, user_work_ns), which the summary and scripts/bench-overhead.py add to the
+ * programs'. */
 static int user_work_run(struct bpf_map *map, void *key, void *value)
 {
+	__u64 start = bpf_ktime_get_ns();
 	struct user_work *w = value;
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct offwake_task_block *b;
-	struct offwake_counters *c;
+	struct offwake_counters *c = cpu_counters();
 
 	b = task_block(cur);
-	if (!b || !(b->flags & TB_PENDING))
-		return 0;
-	c = cpu_counters();
-	emit_pending(b, user_stack_of(0, cur, 0, &w->s, 0, MEMO_BLOCKED, c), c);
+	if (b && (b->flags & TB_PENDING))
+		emit_pending(b, user_stack_of(0, cur, 0, &w->s, 0, MEMO_BLOCKED, c), c);
+	if (c) {
+		c->user_work_runs++;
+		c->user_work_ns += bpf_ktime_get_ns() - start;
+	}
 	return 0;
 }
 

@@ -22,6 +22,11 @@
 /* No user stack of their own to speak of: kernel threads, io_uring and other user workers. */
 #define PF_NO_USER_STACK (PF_KTHREAD | PF_USER_WORKER | PF_IO_WORKER)
 
+/* A kernel stack's size (THREAD_SIZE) without KASAN, on x86-64 and arm64. With KASAN it is
+ * larger: frames beyond this are then not found, and their stacks not remembered
+ * (kernel_memo.bpf.h), which costs time, not correctness. */
+#define KERNEL_STACK_SIZE 16384u
+
 /* preempt_count bits (include/linux/preempt.h; NMI_BITS is 4 in Linux 6.x). */
 #define SOFTIRQ_OFFSET 0x00000100u
 #define HARDIRQ_MASK 0x000f0000u
@@ -42,7 +47,24 @@ struct sched_entity {
 	unsigned char sched_delayed;
 } __attribute__((preserve_access_index));
 
+/* Where a task that is not running left its kernel stack (its saved stack pointer), per
+ * architecture: task_saved_sp() below. */
+#if defined(__TARGET_ARCH_x86)
+struct thread_struct {
+	unsigned long sp;
+} __attribute__((preserve_access_index));
+#elif defined(__TARGET_ARCH_arm64)
+struct cpu_context {
+	unsigned long sp;
+} __attribute__((preserve_access_index));
+struct thread_struct {
+	struct cpu_context cpu_context;
+} __attribute__((preserve_access_index));
+#endif
+
 struct task_struct {
+	void *stack; /* its kernel stack: THREAD_SIZE bytes from here */
+	struct thread_struct thread;
 	unsigned int flags;
 	int on_cpu;
 	int on_rq;
@@ -70,6 +92,7 @@ static __always_inline __u64 regs_fp(struct pt_regs *r) { return r->bp; }
 static __always_inline __u64 regs_sp(struct pt_regs *r) { return r->sp; }
 /* orig_ax is the system call number inside one, -1 in an exception or interrupt. */
 static __always_inline int regs_in_syscall(struct pt_regs *r) { return (long)r->orig_ax >= 0; }
+static __always_inline __u64 task_saved_sp(struct task_struct *t) { return t->thread.sp; }
 #elif defined(__TARGET_ARCH_arm64)
 /* Compiled, not yet run on an arm64 kernel. x29 is the frame pointer, and the frame record
  * {next x29, x30} has the same shape as x86's {next rbp, return address}. */
@@ -84,6 +107,7 @@ static __always_inline __u64 regs_ip(struct pt_regs *r) { return r->pc; }
 static __always_inline __u64 regs_fp(struct pt_regs *r) { return r->regs[29]; }
 static __always_inline __u64 regs_sp(struct pt_regs *r) { return r->sp; }
 static __always_inline int regs_in_syscall(struct pt_regs *r) { return r->syscallno >= 0; }
+static __always_inline __u64 task_saved_sp(struct task_struct *t) { return t->thread.cpu_context.sp; }
 #else
 #error "offwake: no struct pt_regs for this __TARGET_ARCH (kernel_types.bpf.h)"
 #endif

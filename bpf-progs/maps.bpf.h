@@ -135,6 +135,7 @@ struct scratch {
 	__u64 win_len;
 	__u8 window[WINDOW + 16];
 	struct walk_words read; /* what the last walk in this slot read (stack_read.bpf.h) */
+	__u64 kernel_sp;        /* where a kernel stack starts (kernel_memo.bpf.h) */
 };
 enum { SLOT_SWITCH, SLOT_WAKING, SLOT_SYSCALL, SLOT_OTHER, NR_SLOTS };
 

@@ -37,6 +37,7 @@
 #include "filters.bpf.h"
 #include "stacks.bpf.h"
 #include "user_stack.bpf.h"
+#include "kernel_memo.bpf.h"
 #include "irq.bpf.h"
 #include "chain.bpf.h"
 #include "emit.bpf.h"
@@ -135,7 +136,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 		e.at = b->block_ts;
 	if (filtered_out(b, e.at - b->block_ts, c))
 		return;
-	e.kern_stack_id = cfg.sched_frames ? b->kern_stack_id : sleeping_kernel_stack(next, scratch_slot(SLOT_SWITCH), c);
+	e.kern_stack_id = cfg.sched_frames ? b->kern_stack_id : blocked_kernel_stack(next, SLOT_SWITCH, c);
 	e.no_waker = waker_of_block(b, 0) ? 0 : OFFWAKE_WAKER_NONE;
 	finish_block(next, b, &e, c);
 	clear_waker(b); /* used up by this switch-in */
@@ -226,8 +227,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		return 0;
 
 	irq = irq_context();
-	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK
-				       : current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_WAKING), c);
+	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK : waker_kernel_stack(ctx, SLOT_WAKING, c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
 		set_irq_waker(b, irq);

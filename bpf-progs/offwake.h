@@ -292,6 +292,13 @@ struct offwake_counters {
 	__u64 user_walks_replayed;  /* user stacks (counted in user_walk_end) that repeated the
 	                             * thread's last walk from the same place, checked word by word
 	                             * and not walked again (walk_memo.bpf.h) */
+	__u64 user_work_runs;       /* task work callbacks run (user_work_run): the kernel counts
+	                             * their time in no program's run_time_ns (kernel.bpf_stats),
+	                             * so they time themselves: */
+	__u64 user_work_ns;         /* ... their time, from their first to their last instruction */
+	__u64 kernel_stacks_replayed; /* kernel stacks (counted in stack_captures) that repeated
+	                             * the thread's last one from the same place, their frames
+	                             * found at their places, not unwound again (kernel_memo.bpf.h) */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every

@@ -9,7 +9,8 @@ come from one sitting, and the table shows medians over the rounds:
 
   wall ns/op          the workload's own timing, and its ratio to the untraced median
   BPF ns/op           run_time_ns summed over the tracer's BPF programs (bpftool prog show,
-                      kernel.bpf_stats_enabled=1), read right before and after the workload
+                      kernel.bpf_stats_enabled=1), read right before and after the workload,
+                      and perf offwake's task work callbacks, which time themselves
   recorder CPU ns/op  user + system CPU time of the tracer process during the workload
 
 Tracers without BPF (perf record, and perf offwake --backend tracepoint, which reads the same
@@ -23,7 +24,9 @@ one tracer (the defaults; --pgbench-*, --pg-bin, --pg-port). The cluster is stop
 Ctrl-C too; the package's own "main" cluster is not touched. Its table, per transaction:
 
   BPF us/txn          run_time_ns summed over the tracer's programs, read right before and
-                      after pgbench, over the transactions pgbench reports
+                      after pgbench, over the transactions pgbench reports; for perf offwake,
+                      plus its task work callbacks' own timing (counted in no program's
+                      run_time_ns), the row "task work (user_work_run)"
   TPS traced/untraced pgbench's TPS over the untraced run's of the same round; median of rounds
   switches/txn        context switches of the whole machine (/proc/stat ctxt) per transaction
 and per BPF program: us per run (run_time_ns / run_cnt) and runs per transaction.
@@ -210,6 +213,50 @@ def bpf_by_name(ids):
             acc[0] += t
             acc[1] += c
     return named
+
+
+# perf offwake's task work callbacks (bpf-progs/deferred_user.bpf.h) walk deferred user stacks
+# outside any program's run_time_ns: they time themselves into the recorder's counters map.
+TASK_WORK = "task work (user_work_run)"
+
+
+def owned_map_ids(pid):
+    ids = set()
+    d = f"/proc/{pid}/fdinfo"
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return ids
+    for n in names:
+        try:
+            with open(f"{d}/{n}") as f:
+                for line in f:
+                    if line.startswith("map_id:"):
+                        ids.add(int(line.split()[1]))
+        except (OSError, ValueError):
+            pass
+    return ids
+
+
+def task_work_time(pid):
+    """(ns, runs) of perf offwake's task work callbacks so far, summed over CPUs, from the
+    counters map of recorder pid (bpftool's BTF-formatted dump); None for other tracers."""
+    maps = subprocess.run(["bpftool", "map", "show", "-j"], capture_output=True, text=True).stdout
+    try:
+        ids = owned_map_ids(pid)
+        counters = [m["id"] for m in json.loads(maps or "[]") if m.get("name") == "counters" and m["id"] in ids]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if len(counters) != 1:
+        return None
+    out = subprocess.run(["bpftool", "map", "dump", "id", str(counters[0]), "-j"], capture_output=True,
+                         text=True).stdout
+    try:
+        values = json.loads(out or "[]")[0]["formatted"]["values"]
+        return (sum(v["value"].get("user_work_ns", 0) for v in values),
+                sum(v["value"].get("user_work_runs", 0) for v in values))
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
 
 
 def bpf_sum(ids):
@@ -514,8 +561,12 @@ def one_run(tracer, workload, tmp, n, args):
         try:
             ensure_bpf_stats()
             b0, c0 = bpf_by_name(rt.prog_ids), cpu_ns(rt.p.pid)
+            tw0 = task_work_time(rt.p.pid) if tracer.kind == "bpf" else None
             w = workload.run(args, tmp)
             b1, c1 = bpf_by_name(rt.prog_ids), cpu_ns(rt.p.pid)
+            tw1 = task_work_time(rt.p.pid) if tw0 is not None else None
+            if tw0 is not None and tw1 is not None:
+                b0[TASK_WORK], b1[TASK_WORK] = list(tw0), list(tw1)
             try:
                 rt.stop()
             except BenchError as e:

@@ -60,6 +60,9 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"woken_before_min_block", c.woken_early},
       {"user_stack_no_task_work", c.user_work_failed},
       {"user_stacks_by_task_work", c.user_work_scheduled},
+      {"user_task_work_runs", c.user_work_runs},
+      {"user_task_work_ns", c.user_work_ns},
+      {"kernel_stacks_replayed", c.kernel_stacks_replayed},
       {"sample_stacks", sample_stacks},
       {"tracking_records_skipped", tracking_undecodable},
       {"on_cpu_samples", on_cpu_samples},
@@ -239,11 +242,13 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           "[ perf offwake record: %llu of %llu sample stacks missing (failed: collisions %llu, walks %llu, "
           "store full %llu, other %llu, unreadable %llu; not taken: no user context %llu, switch-in not "
           "traced %llu, no task work %llu, exec %llu, not yet walked %llu); "
-          "%llu stack captures, %llu collisions ]\n",
+          "%llu stack captures (%llu kernel stacks the thread's last from the same place, checked, not "
+          "unwound again), %llu collisions ]\n",
           u(m.total()), u(s.sample_stacks), u(m.collisions), u(m.walk_failed), u(m.map_full), u(m.other_errors),
           u(m.lookup_failed), u(m.no_user_context), u(m.not_traced), u(m.no_task_work), u(m.exec),
           u(m.in_progress),
-          u(c.stack_captures[0] + c.stack_captures[1]), u(c.stack_collision[0] + c.stack_collision[1]));
+          u(c.stack_captures[0] + c.stack_captures[1]), u(c.kernel_stacks_replayed),
+          u(c.stack_collision[0] + c.stack_collision[1]));
   fprintf(out,
           "[ perf offwake record: %llu blocks without a waker (%llu no wakeup seen); %llu woken before "
           "--min-block or their sampling threshold (waker named, its stacks not taken); "
@@ -266,6 +271,9 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             u(e[OFFWAKE_WALK_UNSUPPORTED]));
     if (c.user_walks_replayed)
       fprintf(out, "; %llu of them the thread's last walk from the same place, replayed", u(c.user_walks_replayed));
+    if (c.user_work_runs)
+      fprintf(out, "; %llu in task work on the way back to user space (%.1f ms of BPF time, not in kernel.bpf_stats)",
+              u(c.user_work_runs), c.user_work_ns / 1e6);
     if (s.unwind.used)
       fprintf(out,
               "; %llu before their process had unwind tables; frames: %llu by table, %llu by frame pointer "

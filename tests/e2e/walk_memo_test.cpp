@@ -8,6 +8,7 @@
 // blocks under the other.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <regex>
 #include <string>
 
@@ -69,6 +70,46 @@ TEST(WalkMemo, ReplayedWalksKeepEachBlocksOwnPathWhenSampled) {
   TempDir dir;
   RecordRun r = record_and_script(dir, "--sample-period 1000 -- " + kMemoPaths + " -n 120 -m 5");
   expect_each_path_its_own(r);
+}
+
+// The summary's count of kernel stacks checked, not unwound ("(N kernel stacks the thread's
+// last from the same place, ...").
+uint64_t replayed_kernel_stacks(const std::string& record_stderr) {
+  std::smatch m;
+  static const std::regex re("\\((\\d+) kernel stacks the thread's last from the same place");
+  return std::regex_search(record_stderr, m, re) ? std::stoull(m[1]) : 0;
+}
+
+bool has_any_frame(const ScriptSample& s, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (s.has_frame(n)) return true;
+  return false;
+}
+
+// Remembered kernel stacks (bpf-progs/kernel_memo.bpf.h): with -k, path b blocks on a unix
+// socket, and its waker writes one, where path a uses the pipe: the same user frames, other
+// kernel stacks, in runs of one to three. Each block's kernel stack and its waker's are its
+// own path's, never the last block's, and its time and blocks are its path's truth.
+TEST(KernelMemo, ReplayedKernelStacksKeepEachBlocksOwnPath) {
+  TempDir dir;
+  RecordRun r = record_and_script(dir, "-- " + kMemoPaths + " -k -n 120 -m 5");
+  expect_each_path_its_own(r);
+  for (const Truth& t : r.truth) {
+    const bool pipe = t.function == "memo_path_a";
+    Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
+    for (const ScriptSample* s : b.blocked) {
+      // anon_pipe_read from Linux 6.16, pipe_read before.
+      EXPECT_EQ(has_any_frame(*s, {"anon_pipe_read", "pipe_read"}), pipe) << t.function;
+      EXPECT_EQ(s->has_frame("unix_stream_read_generic"), !pipe) << t.function;
+    }
+    for (const ScriptSample* w : b.wakers) {
+      EXPECT_EQ(has_any_frame(*w, {"anon_pipe_write", "pipe_write"}), pipe) << t.function;
+      EXPECT_EQ(w->has_frame("unix_stream_sendmsg"), !pipe) << t.function;
+    }
+  }
+  // Else this test would not test replays: about half the blocks repeat the last one's path,
+  // each with two kernel stacks.
+  EXPECT_GE(replayed_kernel_stacks(r.record.err), 100u) << r.record.err;
 }
 
 }  // namespace

@@ -14,20 +14,28 @@
  *   truth tid=C function=memo_path_a blocked_ns=N count=K waker_tid=P waker_function=memo_wake_a
  *   truth tid=C function=memo_path_b ... waker_function=memo_wake_b
  *
- *   usage: wl_memo_paths [-n COUNT] [-m MS] */
+ * With -k, path b reads (and its waker writes) a unix socket instead of the pipe: the same
+ * user frames on either path still, but another kernel stack, blocked (unix_stream_read_
+ * generic, not pipe_read) and waking (unix_stream_sendmsg, not pipe_write). For the test of
+ * remembered kernel stacks (bpf-progs/kernel_memo.bpf.h): a block on one must not get the
+ * last block's stack from the other.
+ *
+ *   usage: wl_memo_paths [-k] [-n COUNT] [-m MS] */
 #define _GNU_SOURCE
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "wl_common.h"
 
 #define MEMO_FUNCTION __attribute__((noipa, used))
 
-static int g_pipe[2];
+static int g_pipe[2], g_socket[2];
+static int g_read_fd, g_write_fd; /* the path's: set before it is taken */
 static volatile uint64_t g_sink;
 
 MEMO_FUNCTION uint64_t memo_read(long *blocks)
 {
-	return wl_read_one(g_pipe[0], blocks);
+	return wl_read_one(g_read_fd, blocks);
 }
 
 /* The two paths: the same code, so the same frame, so the same sp at the call. The work after
@@ -52,7 +60,7 @@ MEMO_FUNCTION void memo_write(void)
 {
 	char c = 'm';
 
-	if (wl_syscall4(SYS_write, g_pipe[1], (long)&c, 1, 0) != 1)
+	if (wl_syscall4(SYS_write, g_write_fd, (long)&c, 1, 0) != 1)
 		exit(3);
 }
 
@@ -90,20 +98,28 @@ int main(int argc, char **argv)
 {
 	long count = 40, ms = 10, blocks[2] = { 0, 0 }, i;
 	uint64_t blocked[2] = { 0, 0 };
-	int status;
+	int status, socket_b = 0;
 	pid_t child;
 
+	if (argc > 1 && strcmp(argv[1], "-k") == 0) {
+		socket_b = 1;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
 	wl_parse_args(argc, argv, &count, &ms);
-	if (pipe(g_pipe) != 0)
+	if (pipe(g_pipe) != 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, g_socket) != 0)
 		return 1;
 	child = fork();
 	if (child < 0)
 		return 1;
 	if (child == 0) {
 		close(g_pipe[1]);
+		close(g_socket[1]);
 		for (i = 0; i < count; i++) {
 			int p = memo_path_of(i);
 
+			g_read_fd = p && socket_b ? g_socket[0] : g_pipe[0];
 			blocked[p] += p ? memo_path_b(&blocks[p]) : memo_path_a(&blocks[p]);
 		}
 		wl_print_truth(wl_gettid(), "memo_path_a", blocked[0], blocks[0], getppid(), "memo_wake_a");
@@ -111,14 +127,17 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	close(g_pipe[0]);
+	close(g_socket[0]);
 	for (i = 0; i < count; i++) {
 		wl_pause_ms(ms); /* the child is asleep in read() by now */
+		g_write_fd = memo_path_of(i) && socket_b ? g_socket[1] : g_pipe[1];
 		if (memo_path_of(i))
 			memo_wake_b();
 		else
 			memo_wake_a();
 	}
 	close(g_pipe[1]);
+	close(g_socket[1]);
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
 		return 1;
 	return WEXITSTATUS(status);

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A thread's last kernel stack, remembered so that the next one from the same place is
+ * checked rather than unwound again (stacks.bpf.h): the kernel's unwinder costs microseconds
+ * a stack (about 5 us on this kind of virtual machine, two thirds of the exact mode's BPF time
+ * on pgbench), a check a fraction of that.
+ *
+ * A kernel stack's frames are return addresses that lie in the thread's own kernel stack, in
+ * order, above where the stack starts: the sp the task saved when it was switched out (a
+ * blocked thread), or the tracepoint's arguments in the kernel's frame (a waker). So after an
+ * unwind, each frame is looked for in that memory, the first match above the previous one,
+ * and where every frame was found, the memo keeps the start, the frames and their places. The
+ * next
+ * stack of that thread and role whose memory holds every remembered frame at its place is
+ * the remembered one: the same calls, returning to the same code, at the same depths. "Its
+ * place" allows for one gap: a system call's stack starts at a random offset below its entry
+ * frames (randomize_kstack_offset), so the inner frames are compared at their distance from
+ * the start and the outer ones, from the first that is not there, at their address (the same
+ * thread's stack). What the check does not see is a frame whose size changed while every
+ * return address stayed where it was: the unwinder would then read another place. A frame
+ * the unwinder reports that is not in the stack's memory as it is (a return address that
+ * ftrace or a kretprobe replaced) is not found, and that stack is not remembered. Checked on
+ * pgbench by unwinding every replayed stack as well: no replay differed from its unwind.
+ *
+ * One memo per thread and role (MEMO_BLOCKED: its blocked stack, taken as it is switched back
+ * in; MEMO_WAKER: its stack as it wakes another), in task storage, 1 KiB a thread. A
+ * stack deeper than KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
+#ifndef OFFWAKE_KERNEL_MEMO_BPF_H
+#define OFFWAKE_KERNEL_MEMO_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+#include "stacks.bpf.h"
+#include "walk_memo.bpf.h"
+
+#define KMEMO_FRAMES 48
+#define KMEMO_WORDS 512 /* 4 KiB of kernel stack above the start */
+
+struct kstack_memo {
+	__u64 sp;       /* where the stack started: a blocked thread's saved sp, a waker's
+	                 * tracepoint arguments */
+	__s64 stack_id; /* the stored stack */
+	__u32 n;        /* its frames; 0: nothing remembered */
+	__u32 words;    /* words from sp to the outermost frame's, inclusive */
+	__u16 at[KMEMO_FRAMES]; /* each frame's place, in words above sp */
+	__u64 ip[KMEMO_FRAMES];
+};
+
+struct kstack_memos {
+	struct kstack_memo m[MEMO_ROLES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct kstack_memos);
+} kstack_memos SEC(".maps");
+
+/* The kernel stack memory read at once, per CPU and scratch slot (SLOT_*): where the stack
+ * starts, how many words from there are readable, and those read. */
+struct kstack_window {
+	__u64 sp;
+	__u32 avail;
+	__u32 unused;
+	__u64 w[KMEMO_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct kstack_window);
+	__uint(max_entries, NR_SLOTS);
+} kstack_windows SEC(".maps");
+
+/* Words of t's kernel stack from sp to its top (at most KMEMO_WORDS); 0 if sp is not in it
+ * (an interrupt's stack, for one). */
+static __always_inline __u32 kstack_words_above(struct task_struct *t, __u64 sp)
+{
+	__u64 base = 0, words;
+
+	/* Read as a number: the verifier would keep it a pointer to memory of no size. */
+	bpf_core_read(&base, sizeof(base), &t->stack);
+	if (!base || sp < base || sp >= base + KERNEL_STACK_SIZE || (sp & 7))
+		return 0;
+	words = (base + KERNEL_STACK_SIZE - sp) / 8;
+	return words > KMEMO_WORDS ? KMEMO_WORDS : (__u32)words;
+}
+
+/* t's memo for `role`, created if `create`. */
+static __always_inline struct kstack_memo *kstack_memo_of(struct task_struct *t, __u32 role, int create)
+{
+	struct kstack_memos *memos =
+		bpf_task_storage_get(&kstack_memos, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+
+	if (!memos)
+		return 0;
+	barrier_var(memos); /* checked before the element's address is taken */
+	return &memos->m[role & 1];
+}
+
+struct kstack_check {
+	const struct kstack_memo *m;
+	const struct kstack_window *win;
+	__s64 shift;       /* words from this stack's start to the remembered one's */
+	__u64 words;       /* words read into the window this time */
+	__u32 above_gap;   /* the frames from here on are checked where they were, not where
+	                    * they are from the start */
+	__u32 differs;
+};
+
+static long kstack_check_frame(__u32 i, void *data)
+{
+	struct kstack_check *k = data;
+	__u64 at, ip;
+
+	if (i >= KMEMO_FRAMES)
+		return 1;
+	at = k->m->at[i];
+	ip = k->m->ip[i];
+	if (!k->above_gap) {
+		if (at < k->words && at < KMEMO_WORDS && k->win->w[at] == ip)
+			return 0;
+		k->above_gap = 1;
+	}
+	at += k->shift;
+	if (at >= k->words || at >= KMEMO_WORDS || k->win->w[at] != ip) {
+		k->differs = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The remembered stack, if memo `m`'s frames are all in the kernel stack that starts at
+ * win->sp (win->avail words of it readable), each where it was: the inner ones at the same
+ * distance from the start, the outer ones, from the first that is not, at the same address.
+ * A system call's kernel stack starts at a random offset below its first frames (Linux's
+ * randomize_kstack_offset): a blocked thread's sp differs from one call to the next while
+ * the frames below the gap and those above it each keep their places. Else -1. A global
+ * function, verified once. */
+__noinline __s64 kstack_memo_check(const struct kstack_memo *m, struct kstack_window *win)
+{
+	struct kstack_check k = {};
+	__u32 n, words;
+	__s64 shift, need;
+
+	if (!m || !win)
+		return -1;
+	n = m->n;
+	words = m->words;
+	if (!n || n > KMEMO_FRAMES || !words || words > KMEMO_WORDS || (m->sp & 7) || (win->sp & 7))
+		return -1;
+	shift = (__s64)(m->sp >> 3) - (__s64)(win->sp >> 3);
+	if (shift <= -KMEMO_WORDS || shift >= KMEMO_WORDS)
+		return -1;
+	need = shift > 0 ? words + shift : words;
+	if (need > win->avail)
+		need = win->avail;
+	if (need <= 0 || need > KMEMO_WORDS)
+		return -1;
+	if (bpf_probe_read_kernel(win->w, need * 8, (void *)win->sp))
+		return -1;
+	k.m = m;
+	k.win = win;
+	k.shift = shift;
+	k.words = need;
+	bpf_loop(n, kstack_check_frame, &k, 0);
+	return k.differs ? -1 : m->stack_id;
+}
+
+struct kstack_find {
+	struct kstack_memo *m;
+	const struct kstack_window *win;
+	const __u64 *ips;
+	__u32 n, words, found;
+};
+
+/* Word j of the window: the next frame, if it holds it. */
+static long kstack_find_word(__u32 j, void *data)
+{
+	struct kstack_find *k = data;
+	__u32 f = k->found;
+
+	if (f >= k->n || f >= KMEMO_FRAMES || j >= k->words || j >= KMEMO_WORDS)
+		return 1;
+	if (k->win->w[j] == k->ips[f]) {
+		k->m->at[f] = j;
+		k->m->ip[f] = k->ips[f];
+		k->found = f + 1;
+		k->m->words = j + 1;
+	}
+	return 0;
+}
+
+/* After an unwind of the frames in s->st (stored as `id`, or failed: id < 0) of a stack
+ * starting at win->sp, with win->avail words of it readable: memo `m` remembers it if every
+ * frame is found in those words, else forgets what it had. A global function, verified once. */
+__noinline int kstack_memo_keep(struct kstack_memo *m, struct kstack_window *win, const struct scratch *s, __s64 id)
+{
+	struct kstack_find k = {};
+	__u32 n, avail;
+
+	if (!m || !win || !s)
+		return 0;
+	m->n = 0;
+	n = s->st.nr;
+	avail = win->avail;
+	if (id < 0 || !n || n > KMEMO_FRAMES || !avail || avail > KMEMO_WORDS)
+		return 0;
+	if (bpf_probe_read_kernel(win->w, avail * 8, (void *)win->sp))
+		return 0;
+	k.m = m;
+	k.win = win;
+	k.ips = s->st.ips;
+	k.n = n;
+	k.words = avail;
+	bpf_loop(avail, kstack_find_word, &k, 0);
+	if (k.found != n)
+		return 0;
+	m->sp = win->sp;
+	m->stack_id = id;
+	m->n = n;
+	return 1;
+}
+
+/* The kernel stack of t, which is not running: its blocked stack (sleeping_kernel_stack),
+ * checked against t's memo of its last one first. Scratch slot `slot` (SLOT_*). Straight
+ * through, the failures left to the global functions: each branch here would multiply the
+ * verifier's states of the switch program that inlines it. */
+static __always_inline __s64 blocked_kernel_stack(struct task_struct *t, __u32 slot, struct offwake_counters *c)
+{
+	struct kstack_window *win = bpf_map_lookup_elem(&kstack_windows, &slot);
+	struct kstack_memo *m = kstack_memo_of(t, MEMO_BLOCKED, 1);
+	struct scratch *s;
+	__s64 id;
+
+	if (win) {
+		win->sp = task_saved_sp(t);
+		win->avail = kstack_words_above(t, win->sp);
+	}
+	id = kstack_memo_check(m, win);
+	if (id >= 0) {
+		if (c) {
+			c->stack_captures[OFFWAKE_KERNEL]++;
+			c->kernel_stacks_replayed++;
+		}
+		return id;
+	}
+	s = scratch_slot(slot);
+	id = sleeping_kernel_stack(t, s, c);
+	kstack_memo_keep(m, win, s, id);
+	return id;
+}
+
+/* The current task's kernel stack, from a tp_btf program (the waking program: as it wakes
+ * another): checked against its memo of its last one first, else unwound (bpf_get_stack)
+ * into the stack store and remembered. Where the stack starts is the program's context: the
+ * tracepoint's arguments, which the kernel keeps in its own frame (the program's own frame
+ * may be on a private stack of the CPU's). In an interrupt, whose stack is not the task's,
+ * it is bpf_get_stackid()'s (current_stack). */
+static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct offwake_counters *c)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct scratch *s = scratch_slot(slot);
+	struct kstack_window *win = bpf_map_lookup_elem(&kstack_windows, &slot);
+	struct kstack_memo *m;
+	__s64 id;
+	long n;
+
+	if (!s || !win)
+		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
+	/* The context's address, as a number: through memory, since the verifier does no
+	 * arithmetic on a pointer to it. */
+	s->kernel_sp = (__u64)ctx;
+	win->sp = *(volatile __u64 *)&s->kernel_sp;
+	win->avail = kstack_words_above(cur, win->sp);
+	if (!win->avail)
+		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
+	m = kstack_memo_of(cur, MEMO_WAKER, 1);
+	COUNT(c, stack_captures[OFFWAKE_KERNEL]);
+	id = kstack_memo_check(m, win);
+	if (id >= 0) {
+		COUNT(c, kernel_stacks_replayed);
+		return id;
+	}
+	n = bpf_get_stack(ctx, s->st.ips, frames_to_bytes(), cfg.kernel_stack_skip & BPF_F_SKIP_FIELD_MASK);
+	if (n <= 0)
+		return stack_error(n ? n : -EFAULT, OFFWAKE_KERNEL, c);
+	s->st.nr = n / sizeof(__u64);
+	id = store_stack(s, OFFWAKE_KERNEL, c);
+	kstack_memo_keep(m, win, s, id);
+	return id;
+}
+
+#endif /* OFFWAKE_KERNEL_MEMO_BPF_H */
