@@ -204,19 +204,22 @@ void expect_sampled(const TwoRecordings& r, const std::string& what, bool agains
     if (against_truth) expect_between_truths(s.ns, t, r.kernel, 0.06, "sampled");
     // A block shorter than the period is kept with probability length/period: about the exact
     // time over the period of them. One of the period or longer (a read of a late writer) is
-    // kept once, where length/period would count it more: fewer, never more.
+    // kept once, where length/period would count it more: fewer, never more. How many fewer
+    // depends on how late the writer is: on a busy 2-CPU host, up to a quarter of the relay
+    // reader's time was in such blocks.
     const double expected_kept = static_cast<double>(e.ns) / kPeriodNs;
     EXPECT_LT(static_cast<double>(s.blocks), 1.06 * expected_kept)
         << s.blocks << " blocks kept, where the exact " << e.ns << " ns make at most " << expected_kept;
-    EXPECT_GT(static_cast<double>(s.blocks), 0.8 * expected_kept)
+    EXPECT_GT(static_cast<double>(s.blocks), 0.7 * expected_kept)
         << s.blocks << " blocks kept, where the exact " << e.ns << " ns make at most " << expected_kept;
     ASSERT_TRUE(rows.count(t.tid)) << report;
     const ReportRow& row = rows.at(t.tid);
     EXPECT_NEAR(row.ns, static_cast<double>(s.ns), 0.001 * static_cast<double>(s.ns)) << report;
     // The standard error of blocks of 50 to 300 us at this period: sqrt(P*T*(1-d/P)) for blocks
-    // of about d, so between sqrt(0.3*P*T) and sqrt(P*T).
+    // of about d, so between sqrt(0.3*P*T) and sqrt(P*T); the blocks of the period or longer
+    // (above) add no error, so for the relay reader down to about sqrt(0.2*P*T).
     const double pt = static_cast<double>(kPeriodNs) * static_cast<double>(e.ns);
-    EXPECT_GT(row.std_err, std::sqrt(0.3 * pt)) << report;
+    EXPECT_GT(row.std_err, std::sqrt(0.2 * pt)) << report;
     EXPECT_LT(row.std_err, std::sqrt(pt)) << report;
     // Two recorders of one run differ by a microsecond or two a block (each reads the clock
     // after the other's work): 1%, on top of the sampling error.
