@@ -175,11 +175,8 @@ def bpf_progs():
             for p in json.loads(out or "[]")}
 
 
-def owned_prog_ids(pid):
-    """Ids of the BPF programs that a process holds: program and link fds name them in fdinfo,
-    and bpftool perf names those attached through perf event fds. (This bpftool has no "pids"
-    field, and a diff of the ids before and after the start would also catch programs that
-    others load meanwhile, such as a test suite running on the same machine.)"""
+def fdinfo_ids(pid, field):
+    """The ids that process pid's fds name in their fdinfo lines "FIELD:" (prog_id, map_id)."""
     ids = set()
     d = f"/proc/{pid}/fdinfo"
     try:
@@ -190,10 +187,19 @@ def owned_prog_ids(pid):
         try:
             with open(f"{d}/{n}") as f:
                 for line in f:
-                    if line.startswith("prog_id:"):
+                    if line.startswith(field + ":"):
                         ids.add(int(line.split()[1]))
         except (OSError, ValueError):
             pass
+    return ids
+
+
+def owned_prog_ids(pid):
+    """Ids of the BPF programs that a process holds: program and link fds name them in fdinfo,
+    and bpftool perf names those attached through perf event fds. (This bpftool has no "pids"
+    field, and a diff of the ids before and after the start would also catch programs that
+    others load meanwhile, such as a test suite running on the same machine.)"""
+    ids = fdinfo_ids(pid, "prog_id")
     out = subprocess.run(["bpftool", "perf", "-j"], capture_output=True, text=True).stdout
     try:
         ids.update(a["prog_id"] for a in json.loads(out or "[]") if a.get("pid") == pid)
@@ -220,30 +226,12 @@ def bpf_by_name(ids):
 TASK_WORK = "task work (user_work_run)"
 
 
-def owned_map_ids(pid):
-    ids = set()
-    d = f"/proc/{pid}/fdinfo"
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return ids
-    for n in names:
-        try:
-            with open(f"{d}/{n}") as f:
-                for line in f:
-                    if line.startswith("map_id:"):
-                        ids.add(int(line.split()[1]))
-        except (OSError, ValueError):
-            pass
-    return ids
-
-
 def task_work_time(pid):
     """(ns, runs) of perf offwake's task work callbacks so far, summed over CPUs, from the
     counters map of recorder pid (bpftool's BTF-formatted dump); None for other tracers."""
     maps = subprocess.run(["bpftool", "map", "show", "-j"], capture_output=True, text=True).stdout
     try:
-        ids = owned_map_ids(pid)
+        ids = fdinfo_ids(pid, "map_id")
         counters = [m["id"] for m in json.loads(maps or "[]") if m.get("name") == "counters" and m["id"] in ids]
     except (ValueError, KeyError, TypeError):
         return None
