@@ -20,7 +20,7 @@
  * the unwinder reports that is not in the stack's memory as it is (a return address that
  * ftrace or a kretprobe replaced) is not found, and that stack is not remembered. Checked on
  * pgbench by unwinding every replayed stack as well: no replay differed from its unwind
- * (about 650,000 replays).
+ * (about 610,000 replays).
  *
  * Memos per thread and role (MEMO_BLOCKED: its blocked stack, taken as it is switched back
  * in; MEMO_WAKER: its stack as it wakes another), KMEMO_SITES of each, chosen by the user pc
