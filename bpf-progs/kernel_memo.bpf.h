@@ -9,9 +9,8 @@
  * blocked thread), or the tracepoint's arguments in the kernel's frame (a waker). So after an
  * unwind, each frame is looked for in that memory, the first match above the previous one,
  * and where every frame was found, the memo keeps the start, the frames and their places. The
- * next
- * stack of that thread and role whose memory holds every remembered frame at its place is
- * the remembered one: the same calls, returning to the same code, at the same depths. "Its
+ * next stack of that thread and role whose memory holds every remembered frame at its place
+ * is the remembered one: the same calls, returning to the same code, at the same depths. "Its
  * place" allows for one gap: a system call's stack starts at a random offset below its entry
  * frames (randomize_kstack_offset), so the inner frames are compared at their distance from
  * the start and the outer ones, from the first that is not there, at their address (the same
@@ -23,7 +22,7 @@
  * (about 610,000 replays).
  *
  * Memos per thread and role (MEMO_BLOCKED: its blocked stack, taken as it is switched back
- * in; MEMO_WAKER: its stack as it wakes another), KMEMO_SITES of each, chosen by the user pc
+ * in; MEMO_WAKER: its stack as it wakes another), MEMO_SITES of each, chosen by the user pc
  * the thread entered the kernel from, in task storage, 4 KiB a thread. A stack deeper than
  * KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
 #ifndef OFFWAKE_KERNEL_MEMO_BPF_H
@@ -47,12 +46,9 @@ struct kstack_memo {
 	__u64 ip[KMEMO_FRAMES];
 };
 
-/* Memos per role, chosen by the user pc the thread entered the kernel from (a system call's
- * site): a thread that blocks, or wakes others, from a few places keeps one for each. */
-#define KMEMO_SITES 4
-
+/* Memos per role and site (memo_site(), walk_memo.bpf.h). */
 struct kstack_memos {
-	struct kstack_memo m[MEMO_ROLES][KMEMO_SITES];
+	struct kstack_memo m[MEMO_ROLES][MEMO_SITES];
 };
 
 struct {
@@ -96,14 +92,14 @@ static __always_inline __u32 kstack_words_above(struct task_struct *t, __u64 sp)
 static __always_inline struct kstack_memo *kstack_memo_of(struct task_struct *t, __u32 role, int create)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	__u32 site = regs ? (__u32)((regs_ip(regs) * 0x9E3779B97F4A7C15ull) >> 62) : 0;
+	__u32 site = regs ? memo_site(regs_ip(regs)) : 0;
 	struct kstack_memos *memos =
 		bpf_task_storage_get(&kstack_memos, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 
 	if (!memos)
 		return 0;
 	barrier_var(memos); /* checked before the element's address is taken */
-	return &memos->m[role & 1][site & (KMEMO_SITES - 1)];
+	return &memos->m[role & 1][site & (MEMO_SITES - 1)];
 }
 
 struct kstack_check {

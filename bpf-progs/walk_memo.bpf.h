@@ -12,10 +12,10 @@
  * and wakes others, from the same few places with the same callers again and again: a server's
  * worker waits for its next request in the same loop.
  *
- * Memos per thread and role (where it blocks, where it wakes another), WALK_MEMO_SITES of each
+ * Memos per thread and role (where it blocks, where it wakes another), MEMO_SITES of each
  * chosen by the walk's first pc, in task storage (6.7 KiB a thread), for walks of the current
- * task's stack only. Only the thread's own programs use its memos,
- * one at a time: the switch program as it blocks, the waking program as it wakes another,
+ * task's stack only. Only the thread's own programs use its memos, one at a time: the switch
+ * program as it blocks, the waking program as it wakes another,
  * the task work or system call exit that walks its parked stack; none runs while another
  * walks that stack. Both functions are global, verified once on their own: inlined, their
  * branches doubled the states of the walk around them. */
@@ -46,17 +46,18 @@ struct walk_memo {
 	struct walk_words read; /* the words it read */
 };
 
-/* Memos per role, chosen by the pc the walk starts from (a system call's site): a thread that
- * blocks, or wakes others, from a few places keeps one for each. */
-#define WALK_MEMO_SITES 4
+/* Memos per role, chosen by the user pc the thread entered the kernel from (a system call's
+ * site): a thread that blocks, or wakes others, from a few places keeps one for each. The rule
+ * of user walks here and of kernel stacks (kernel_memo.bpf.h). */
+#define MEMO_SITES 4
 
-static __always_inline __u32 walk_memo_site(__u64 pc)
+static __always_inline __u32 memo_site(__u64 user_pc)
 {
-	return (__u32)((pc * 0x9E3779B97F4A7C15ull) >> 62) & (WALK_MEMO_SITES - 1);
+	return (__u32)((user_pc * 0x9E3779B97F4A7C15ull) >> 62) & (MEMO_SITES - 1);
 }
 
 struct walk_memos {
-	struct walk_memo m[MEMO_ROLES][WALK_MEMO_SITES];
+	struct walk_memo m[MEMO_ROLES][MEMO_SITES];
 };
 
 struct {
@@ -102,7 +103,7 @@ __noinline __s64 walk_memo_replay(struct walk_memo_head *h, struct scratch *s, _
 	memos = bpf_task_storage_get(&walk_memos, bpf_get_current_task_btf(), 0, 0);
 	if (!memos)
 		return -1;
-	m = &memos->m[role & 1][walk_memo_site(h->pc)];
+	m = &memos->m[role & 1][memo_site(h->pc)];
 	n = m->h.words;
 	if (!n || n > WALK_MEMO_WORDS || m->h.pc != h->pc || m->h.sp != h->sp || m->h.bp != h->bp ||
 	    m->h.tables != h->tables)
@@ -135,7 +136,7 @@ __noinline int walk_memo_keep(const struct walk_memo_head *h, const struct scrat
 	memos = bpf_task_storage_get(&walk_memos, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!memos)
 		return 0;
-	m = &memos->m[role & 1][walk_memo_site(h->pc)];
+	m = &memos->m[role & 1][memo_site(h->pc)];
 	if (h->stack_id < 0 || h->words > WALK_MEMO_WORDS || h->end == OFFWAKE_WALK_UNREADABLE) {
 		m->h.words = 0;
 		return 0;
