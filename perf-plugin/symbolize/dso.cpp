@@ -2,14 +2,10 @@
 
 #include <elf.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-
-#include <elf.h>
-#include <sys/stat.h>
-
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -42,7 +38,9 @@ const std::string& own_vdso_file() {
     if (!base) return std::string();
     const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
     const auto* ph = reinterpret_cast<const Elf64_Phdr*>(base + eh->e_phoff);
-    size_t size = 0;
+    // The image ends with its section headers, past the loaded segment: without them the
+    // copy has no .dynsym to name a frame by.
+    size_t size = eh->e_shoff + static_cast<size_t>(eh->e_shnum) * eh->e_shentsize;
     for (int i = 0; i < eh->e_phnum; ++i)
       if (ph[i].p_type == PT_LOAD) size = std::max<size_t>(size, ph[i].p_offset + ph[i].p_filesz);
     char tmpl[] = "/tmp/perf-offwake-vdso.so-XXXXXX";

@@ -672,6 +672,11 @@ TEST(Record, OnCpuSamplesInTheVdsoAreNamed) {
   // Below the vDSO frame, the caller in the workload symbolizes too.
   auto script = run("perf script -F event,ip,sym,dso -i " + data);
   EXPECT_NE(script.out.find("wl_vdso_spin"), std::string::npos);
+  // Our report names the frame as perf does: from a copy of its own vDSO, section headers
+  // and all (without them it has no symbols, and the frame was "[unknown]").
+  auto ours = run(kOffwake + " report --wallclock --folded -i " + data);
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  EXPECT_NE(ours.out.find(";__vdso_clock_gettime "), std::string::npos) << ours.out.substr(0, 3000);
 }
 
 TEST(Record, WithoutPrivilegesOneLineError) {
