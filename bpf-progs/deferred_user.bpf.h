@@ -2,10 +2,15 @@
 /* Deferred user stacks. With a duration filter most blocks are dropped, so a blocked task's
  * user stack is not walked at switch-out: its user registers stay as they are until it is
  * back in user space, and the stack is walked then, for kept blocks only. A kept block waits
- * for it in b->pending ("parked", OFFWAKE_TB_PENDING), and is emitted with it by
- * emit_pending(): in a task work run on the task's way back to user space (Linux 6.18,
- * bpf_task_work_schedule_resume), else at its system call's exit (offwake_sys_exit; only
- * blocks inside a system call are deferred then). */
+ * for it in b->pending (OFFWAKE_TB_PENDING), and is emitted with it by emit_pending(), on the
+ * task's way back to user space:
+ * - by offwake_rseq_return, if the thread registered rseq: the kernel then runs the rseq_update
+ *   tracepoint on every return to user space after a switch-out, in the thread's context, at
+ *   the price of a tracepoint (OFFWAKE_TB_PARKED);
+ * - else by a task work (Linux 6.18, bpf_task_work_schedule_resume), whose scheduling costs an
+ *   interrupt of its own (irq_work): 12-16 us a call on a virtual machine;
+ * - else at its system call's exit (offwake_sys_exit, OFFWAKE_TB_PARKED; only blocks inside a
+ *   system call are deferred then). */
 #ifndef OFFWAKE_DEFERRED_USER_BPF_H
 #define OFFWAKE_DEFERRED_USER_BPF_H
 
@@ -16,9 +21,9 @@
 /* The parked block gets user stack `user` and is emitted. */
 static __always_inline void emit_pending(struct offwake_task_block *b, __s64 user, struct offwake_counters *c)
 {
-	b->flags &= ~TB_PENDING;
-	if (!cfg.user_task_work)
+	if (b->flags & TB_PARKED)
 		__sync_fetch_and_add(&parked, -1);
+	b->flags &= ~(TB_PENDING | TB_PARKED);
 	b->pending.user_stack_id = user;
 	chain_set_last_user(b, user); /* the parked block is the task's latest */
 	emit(&b->pending, b->pending_start, b->pending_end, b->pending_stamp, b->pending_cpu, c);
@@ -98,9 +103,10 @@ static __always_inline int defer_user_stack(struct task_struct *t, struct offwak
 							    unwind_cache_slot_ok(SLOT_SWITCH), MEMO_NONE, c);
 		return 0;
 	}
-	if (!cfg.user_task_work) {
-		b->flags |= TB_PENDING;
+	if (!cfg.user_task_work || (cfg.user_rseq && task_has_rseq(t))) {
+		b->flags |= TB_PENDING | TB_PARKED;
 		__sync_fetch_and_add(&parked, 1);
+		COUNT(c, user_parked);
 		return 1;
 	}
 	if (!schedule_user_work(t)) {

@@ -12,6 +12,7 @@
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 
 #include "offwake.h"
 
@@ -75,7 +76,17 @@ struct task_struct {
 	__u64 self_exec_id;
 	char comm[OFFWAKE_COMM_LEN];
 	struct sched_entity se;
+	void *rseq; /* the thread's registered struct rseq (user space), if any */
 } __attribute__((preserve_access_index));
+
+/* Whether t registered an rseq area (glibc does for every thread since 2.35): then the kernel
+ * runs rseq_update on t's every way back to user space after it was switched out. */
+static __always_inline int task_has_rseq(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->rseq))
+		return 0;
+	return t->rseq != 0;
+}
 
 /* The user registers a task entered the kernel with (bpf_task_pt_regs()), per architecture:
  * where the frame-pointer walk starts, and whether the task is inside a system call. */

@@ -82,6 +82,7 @@ struct {
 #define TB_WAKE_ON_CPU OFFWAKE_TB_WAKE_ON_CPU
 #define TB_DEFER_USER OFFWAKE_TB_DEFER_USER
 #define TB_PENDING OFFWAKE_TB_PENDING
+#define TB_PARKED OFFWAKE_TB_PARKED
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -137,7 +138,7 @@ struct scratch {
 	struct walk_words read; /* what the last walk in this slot read (stack_read.bpf.h) */
 	__u64 kernel_sp;        /* where a kernel stack starts (kernel_memo.bpf.h) */
 };
-enum { SLOT_SWITCH, SLOT_WAKING, SLOT_SYSCALL, SLOT_OTHER, NR_SLOTS };
+enum { SLOT_SWITCH, SLOT_WAKING, SLOT_SYSCALL, SLOT_RETURN, SLOT_OTHER, NR_SLOTS };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -184,8 +185,9 @@ struct {
  * a stop taken after those would count every open block too long by that much. */
 __u64 stop_ns = 0;
 
-/* Blocks parked for their user stack in sys_exit mode (no task work), machine-wide: sys_exit,
- * which runs on every system call, does nothing else while there are none. */
+/* Blocks parked for their user stack until their task is on its way back to user space
+ * (TB_PARKED), machine-wide: the programs there (rseq_update, sys_exit), which run on every
+ * return of every task, do nothing else while there are none. */
 __s64 parked = 0;
 
 /* The task this CPU last switched to, as seen by offwake_switch. A switch-out of another task

@@ -94,7 +94,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	b->flags &= ~TB_DEFER_USER;
 	if (prev->flags & PF_NO_USER_STACK) {
 		b->user_stack_id = OFFWAKE_NO_STACK;
-	} else if (lazy() && cfg.user_task_work && !walk_at_switch_out(b->keep_ns, b->last_ns)) {
+	} else if (lazy() && ((cfg.user_rseq && task_has_rseq(prev)) ||
+			      (cfg.user_task_work && !walk_at_switch_out(b->keep_ns, b->last_ns)))) {
 		/* The user registers stay as they are until the task is back in user space,
 		 * whether it entered the kernel by a system call or an exception. A block
 		 * likely to be kept has its stack walked now instead: walking it later, cold,
@@ -266,23 +267,37 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	return 0;
 }
 
+/* The current task is on its way back to user space with its user registers as they were
+ * when it blocked: a parked block gets its user stack. */
+static __always_inline void emit_parked(void *ctx, __u32 slot)
+{
+	struct offwake_task_block *b;
+	struct offwake_counters *c;
+
+	if (!parked)
+		return;
+	b = task_block(bpf_get_current_task_btf());
+	if (!b || !(b->flags & TB_PARKED))
+		return;
+	c = cpu_counters();
+	emit_pending(b, current_user_stack(ctx, slot, c), c);
+}
+
+/* Lazy capture, a thread with rseq: the kernel updates its rseq area on each way back to user
+ * space after a switch-out, from wherever it entered the kernel. */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(offwake_rseq_return, struct task_struct *t)
+{
+	emit_parked(ctx, SLOT_RETURN);
+	return 0;
+}
+
 /* Lazy capture without task work: a task returns from a system call with its user registers
- * as they were when it blocked inside it. A parked block gets its user stack here. */
+ * as they were when it blocked inside it. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
 {
-	struct task_struct *cur;
-	struct offwake_counters *c;
-	struct offwake_task_block *b;
-
-	if (!parked)
-		return 0;
-	cur = bpf_get_current_task_btf();
-	b = task_block(cur);
-	if (!b || !(b->flags & TB_PENDING))
-		return 0;
-	c = cpu_counters();
-	emit_pending(b, current_user_stack(ctx, SLOT_SYSCALL, c), c);
+	emit_parked(ctx, SLOT_SYSCALL);
 	return 0;
 }
 
@@ -340,9 +355,10 @@ int BPF_PROG(offwake_fork, struct task_struct *parent, struct task_struct *child
 	return 0;
 }
 
-/* A thread exits (p is current). With task work, a block still parked gets its user stack
- * now (the task work would be cancelled with its entry), and the thread's entry goes. With a
- * target set, a process that is gone leaves it: its pid may name another one later. */
+/* A thread exits (p is current). Lazily, a block still parked gets what its user stack is now
+ * (a task work would be cancelled with its entry, and an exiting task has no rseq_update), and
+ * the thread's task work entry goes. With a target set, a process that is gone leaves it: its
+ * pid may name another one later. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offwake_exit, struct task_struct *p, _Bool group_dead)
 {
@@ -350,13 +366,14 @@ int BPF_PROG(offwake_exit, struct task_struct *p, _Bool group_dead)
 	struct offwake_task_block *b;
 	__u32 tgid = p->tgid, tid = p->pid;
 
-	if (cfg.user_task_work && bpf_map_lookup_elem(&user_works, &tid)) {
+	if (lazy()) {
 		b = task_block(p);
 		if (b && (b->flags & TB_PENDING)) {
 			c = cpu_counters();
-			emit_pending(b, current_user_stack(ctx, SLOT_SYSCALL, c), c);
+			emit_pending(b, current_user_stack(ctx, SLOT_RETURN, c), c);
 		}
-		bpf_map_delete_elem(&user_works, &tid);
+		if (cfg.user_task_work)
+			bpf_map_delete_elem(&user_works, &tid);
 	}
 	if (!cfg.filter_tgids || !group_dead)
 		return 0;

@@ -242,6 +242,8 @@ struct offwake_counters {
 	                             * switch-in, from a thread of the process on the CPU) */
 	__u64 user_work_failed;     /* deferred user stacks not taken: the return to user space
 	                             * could not be hooked (OFFWAKE_ERR_NO_TASK_WORK) */
+	__u64 user_parked;          /* deferred user stacks parked for a program on the thread's
+	                             * way back to user space (rseq_update, sys_exit) */
 	__u64 agg_map_full;         /* blocks dropped: aggregation map full */
 	__u64 agg_map_full_ns;      /* ... and their blocked time */
 	__u64 storage_failed_blocks;  /* blocks not recorded: no task storage could be had */
@@ -330,7 +332,9 @@ struct offwake_config {
 	                            * Linux 6.18), not by a program on every system call exit */
 	__u32 unwind_tables;       /* user stacks by the unwind tables of .eh_frame (unwind_row.h),
 	                            * with frame pointers where a pc has none (--user-walker=auto) */
-	__u32 reserved_cfg;
+	__u32 user_rseq;           /* lazily, a thread with rseq has its deferred user stack walked
+	                            * by the rseq_update program on its way back to user space
+	                            * (no task work to schedule); others as user_task_work says */
 	__u32 chain_depth;         /* hops of wakeup chain per block, 1 .. OFFWAKE_MAX_CHAIN_DEPTH
 	                            * (1: the waker only) */
 	__u64 sample_period_ns;    /* --sample-period: time-weighted sampling (block_rules.h); 0: off */
@@ -356,6 +360,8 @@ struct offwake_stored_stack {
                               * scheduler: it belongs to the block that switch-out starts */
 #define OFFWAKE_TB_DEFER_USER 0x4u   /* the open block's user stack is walked when the task returns to user space */
 #define OFFWAKE_TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
+#define OFFWAKE_TB_PARKED 0x10u      /* ... counted in `parked`: a program on the task's way back to
+                              * user space (rseq_update, sys_exit) walks it, not a task work */
 
 /* What a task left behind when it blocked, and who woke it: the value of the task_blocks
  * task storage map. Shared so that tests can set a task's state from user space. */

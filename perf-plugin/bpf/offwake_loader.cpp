@@ -57,7 +57,7 @@ Error permission_hint(Error e) {
 bool cfg_unwind_tables(const LoaderOptions& o) { return o.unwind_tables && !o.kernel_user_walker; }
 
 void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
-               bool task_work) {
+               bool task_work, bool rseq) {
   offwake_config& cfg = s->rodata->cfg;
   cfg.min_block_ns = o.min_block_ns;
   cfg.max_block_ns = o.max_block_ns;
@@ -76,6 +76,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.unwind_tables = cfg_unwind_tables(o);
   cfg.sched_frames = o.sched_frames;
   cfg.user_task_work = task_work;
+  cfg.user_rseq = rseq;
   cfg.user_stack_limit = o.user_stack_limit;
   cfg.irq_detect = pc_from_rq.has_value();
   cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
@@ -92,16 +93,24 @@ bool use_task_work(const LoaderOptions& o) {
   return lazy_capture(o) && !o.kernel_user_walker && !o.sys_exit_user_stacks && kernel_has_task_work();
 }
 
+bool use_rseq(const LoaderOptions& o) {
+  return lazy_capture(o) && o.rseq_user_stacks && kernel_has_rseq_update();
+}
+
+bool kernel_btf_has(const char* name, int kind) {
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return false;
+  std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
+  return btf__find_by_name_kind(vmlinux, name, kind) >= 0;
+}
+
 }  // namespace
 
 void OffwakeBpf::SkelDeleter::operator()(skel::offwake* s) const { skel::offwake__destroy(s); }
 
-bool kernel_has_task_work() {
-  struct btf* vmlinux = btf__load_vmlinux_btf();
-  if (!vmlinux) return false;
-  std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
-  return btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC) >= 0;
-}
+bool kernel_has_task_work() { return kernel_btf_has("bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC); }
+
+bool kernel_has_rseq_update() { return kernel_btf_has("btf_trace_rseq_update", BTF_KIND_TYPEDEF); }
 
 Result<uint32_t> perf_event_max_stack() {
   std::ifstream in("/proc/sys/kernel/perf_event_max_stack");
@@ -185,7 +194,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   // Configure: rodata, map sizes, which programs load.
   auto pc_from_rq = preempt_count_from_runqueue();
   const bool task_work = use_task_work(o);
-  configure(s.get(), o, depth, pc_from_rq, task_work);
+  const bool rseq = use_rseq(o);
+  configure(s.get(), o, depth, pc_from_rq, task_work, rseq);
   struct {
     bpf_map* map;
     uint32_t entries;
@@ -218,7 +228,8 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (int err = bpf_map__set_value_size(s->maps.stack_store, static_cast<uint32_t>(stored)))
     return Error("setting stack store depth", libbpf_errno(err));
   bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks || cfg_unwind_tables(o));
-  bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty() || task_work);
+  bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty() || lazy_capture(o));
+  bpf_program__set_autoload(s->progs.offwake_rseq_return, rseq);
   // Lazy capture without task work parks user stacks until a system call returns (a
   // program that runs on every system call of the machine: loaded only then).
   bpf_program__set_autoload(s->progs.offwake_sys_exit, lazy_capture(o) && !task_work);
@@ -310,6 +321,7 @@ Status OffwakeBpf::attach() {
       {skel_->progs.offwake_fork, &skel_->links.offwake_fork},
       {skel_->progs.offwake_exec, &skel_->links.offwake_exec},
       {skel_->progs.offwake_sys_exit, &skel_->links.offwake_sys_exit},
+      {skel_->progs.offwake_rseq_return, &skel_->links.offwake_rseq_return},
       {skel_->progs.offwake_waking, &skel_->links.offwake_waking},
       {skel_->progs.offwake_switch, &skel_->links.offwake_switch},
   };
@@ -360,7 +372,7 @@ uint64_t OffwakeBpf::detach() {
   // space, within microseconds: a short grace before those programs go too (a task work
   // already scheduled runs regardless; what is still parked then is left to the iterator).
   if (lazy_) usleep(20'000);
-  for (bpf_link** link : {&skel_->links.offwake_sys_exit, &skel_->links.offwake_exec,
+  for (bpf_link** link : {&skel_->links.offwake_sys_exit, &skel_->links.offwake_rseq_return, &skel_->links.offwake_exec,
                           &skel_->links.offwake_fork, &skel_->links.offwake_exit}) {
     bpf_link__destroy(*link);
     *link = nullptr;
@@ -395,6 +407,7 @@ Result<OffwakeBpf::RecursionMisses> OffwakeBpf::recursion_misses() const {
       {skel_->progs.offwake_switch, &m.switches}, {skel_->progs.offwake_waking, &m.wakeups},
       {skel_->progs.offwake_sys_exit, &m.other},  {skel_->progs.offwake_exec, &m.other},
       {skel_->progs.offwake_fork, &m.other},      {skel_->progs.offwake_exit, &m.other},
+      {skel_->progs.offwake_rseq_return, &m.other},
   };
   for (const auto& p : progs) {
     int fd = bpf_program__fd(p.prog);
@@ -467,6 +480,7 @@ int OffwakeBpf::target_tgids_fd() const { return bpf_map__fd(skel_->maps.target_
 int OffwakeBpf::task_blocks_fd() const { return bpf_map__fd(skel_->maps.task_blocks); }
 int OffwakeBpf::cpu_current_fd() const { return bpf_map__fd(skel_->maps.cpu_current); }
 bool OffwakeBpf::user_task_work() const { return skel_->rodata->cfg.user_task_work != 0; }
+bool OffwakeBpf::user_rseq() const { return skel_->rodata->cfg.user_rseq != 0; }
 int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
 int OffwakeBpf::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }
 int OffwakeBpf::unwind_processes_fd() const { return bpf_map__fd(skel_->maps.unwind_processes); }

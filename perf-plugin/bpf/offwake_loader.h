@@ -48,6 +48,11 @@ struct LoaderOptions : BlockFilters {
   // with kernel_user_walker, whose helper needs a program context) only for blocks inside
   // a system call, by a program on every sys_exit. This forces the sys_exit way (tests).
   bool sys_exit_user_stacks = false;
+  // Lazily, a thread that registered rseq (every glibc thread) has its deferred user stack
+  // walked by a program on the rseq_update tracepoint, which the kernel fires on each of its
+  // returns to user space after a switch-out: no task work to schedule, which costs an
+  // interrupt. False leaves them to the task work or sys_exit (tests).
+  bool rseq_user_stacks = true;
   uint32_t user_work_entries = 65536;  // threads that can have a deferred user stack at once
   // Blocked kernel stacks by bpf_get_stackid() at switch-out, whole, instead of from the
   // sleeping task at switch-in, which is cheaper but leaves out the scheduler's own
@@ -131,6 +136,7 @@ class OffwakeBpf {
   bool lazy() const { return lazy_; }
   // Lazily: whether deferred user stacks are taken by task work (else at sys_exit).
   bool user_task_work() const;
+  bool user_rseq() const;
 
   // Timeline mode: reads the events waiting in the ring buffer, after waiting up to
   // timeout_ms for some (0: no wait, for a recorder that polls its perf fds itself and
@@ -190,6 +196,9 @@ class OffwakeBpf {
 // Whether this kernel can run a BPF callback on a task's way back to user space
 // (bpf_task_work_schedule_resume, Linux 6.18).
 bool kernel_has_task_work();
+
+// Whether this kernel has the rseq_update tracepoint for a tp_btf program.
+bool kernel_has_rseq_update();
 
 // kernel.perf_event_max_stack, the deepest stack bpf_get_stackid() can return.
 Result<uint32_t> perf_event_max_stack();

@@ -60,6 +60,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"woken_before_min_block", c.woken_early},
       {"user_stack_no_task_work", c.user_work_failed},
       {"user_stacks_by_task_work", c.user_work_scheduled},
+      {"user_stacks_parked_for_return", c.user_parked},
       {"user_task_work_runs", c.user_work_runs},
       {"user_task_work_ns", c.user_work_ns},
       {"kernel_stacks_replayed", c.kernel_stacks_replayed},
@@ -271,6 +272,8 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             u(e[OFFWAKE_WALK_UNSUPPORTED]));
     if (c.user_walks_replayed)
       fprintf(out, "; %llu of them the thread's last walk from the same place, replayed", u(c.user_walks_replayed));
+    if (c.user_parked)
+      fprintf(out, "; %llu on the way back to user space (rseq_update, sys_exit)", u(c.user_parked));
     if (c.user_work_runs)
       fprintf(out, "; %llu in task work on the way back to user space (%.1f ms of BPF time, not in kernel.bpf_stats)",
               u(c.user_work_runs), c.user_work_ns / 1e6);

@@ -19,6 +19,7 @@ struct Capture {
   offwake_counters counters{};
   std::optional<StackTraceMap> stacks;
   bool task_work = false;  // deferred user stacks were taken by task work
+  bool rseq = false;       // ... or, for threads with rseq, at rseq_update
 };
 
 // Runs `workload` once under each of `options` (all attached at once, following the
@@ -53,6 +54,7 @@ inline void run_captures(const std::string& workload, const std::vector<std::str
     ASSERT_TRUE(stacks.ok());
     c.stacks.emplace(std::move(stacks).value());
     c.task_work = b.user_task_work();
+    c.rseq = b.user_rseq();
     out->push_back(std::move(c));
   }
 }

@@ -225,26 +225,61 @@ TEST_P(Capture3, LazyAndEagerCaptureAreIdentical) {
   EXPECT_LT(none.stack_captures[OFFWAKE_USER] * 10, eager_paid.stack_captures[OFFWAKE_USER]);
 }
 
-// The two ways a deferred user stack is taken give the same stacks: a task work on the task's
-// way back to user space (this kernel has the kfunc, so lazy capture uses it), and, where that
-// kfunc is missing, the sys_exit program (blocks inside a system call only).
-TEST_P(Capture3, TaskWorkAndSysExitTakeTheSameUserStacks) {
-  LoaderOptions task_work, sys_exit, eager;
-  task_work.min_block_ns = sys_exit.min_block_ns = eager.min_block_ns = 1'000'000;
+// The three ways a deferred user stack is taken give the same stacks as the eager capture: at
+// rseq_update on the way back to user space (glibc registers rseq for every thread, so lazy
+// capture uses it), by a task work there (threads without rseq; this kernel has the kfunc),
+// and, where that kfunc is missing, by the sys_exit program (blocks inside a system call only).
+TEST_P(Capture3, RseqTaskWorkAndSysExitTakeTheSameUserStacks) {
+  LoaderOptions rseq, task_work, sys_exit, eager;
+  rseq.min_block_ns = task_work.min_block_ns = sys_exit.min_block_ns = eager.min_block_ns = 1'000'000;
+  task_work.rseq_user_stacks = sys_exit.rseq_user_stacks = false;
   sys_exit.sys_exit_user_stacks = true;
   eager.eager = true;
   std::vector<Capture> caps;
   Truth t;
   ASSERT_NO_FATAL_FAILURE(
-      run_under(GetParam(), {"-n", "10", "-m", "20"}, {task_work, sys_exit, eager}, &caps, &t));
+      run_under(GetParam(), {"-n", "10", "-m", "20"}, {rseq, task_work, sys_exit, eager}, &caps, &t));
   ASSERT_TRUE(kernel_has_task_work()) << "this suite runs on Linux 6.18+, which has bpf_task_work_schedule_resume";
-  EXPECT_TRUE(caps[0].task_work);
-  EXPECT_FALSE(caps[1].task_work);
-  expect_truth_seen(GetParam(), caps[0], t);
-  expect_truth_seen(GetParam(), caps[1], t);
+  ASSERT_TRUE(kernel_has_rseq_update()) << "this suite runs on a kernel with the rseq_update tracepoint";
+  EXPECT_TRUE(caps[0].rseq);
+  EXPECT_TRUE(caps[1].task_work);
+  EXPECT_FALSE(caps[1].rseq);
+  EXPECT_FALSE(caps[2].task_work);
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    expect_truth_seen(GetParam(), caps[i], t);
+    expect_same(caps[i], caps[3]);
+    expect_same(caps[3], caps[i]);
+  }
+  // Each of the workload's kept blocks had its user stack deferred to rseq_update, without a
+  // single task work (a block whose thread's process was on the CPU at its switch-in is
+  // walked there instead: at most the other half). With task work, a thread's first kept
+  // block is deferred, and its later ones walked at switch-out (its last block was kept).
+  EXPECT_GE(caps[0].counters.user_parked * 2, t.count);
+  EXPECT_EQ(caps[0].counters.user_work_scheduled, 0u);
+  EXPECT_GT(caps[1].counters.user_work_scheduled, 0u);
+  EXPECT_EQ(caps[1].counters.user_parked, 0u);
+  EXPECT_EQ(caps[0].counters.user_work_failed + caps[1].counters.user_work_failed, 0u);
+}
+
+// A thread without rseq (glibc's tunable turns its registration off) has its deferred user
+// stacks taken by task work while the threads with rseq use rseq_update: both right.
+TEST(Rseq, AThreadWithoutRseqFallsBackToTaskWork) {
+  LoaderOptions lazy, eager;
+  lazy.min_block_ns = eager.min_block_ns = 1'000'000;
+  eager.eager = true;
+  setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
+  std::vector<Capture> caps;
+  Truth t;
+  run_under("wl_pipe", {"-n", "10", "-m", "20"}, {lazy, eager}, &caps, &t);
+  unsetenv("GLIBC_TUNABLES");
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(caps[0].rseq);
+  expect_truth_seen("wl_pipe", caps[0], t);
   expect_same(caps[0], caps[1]);
   expect_same(caps[1], caps[0]);
-  expect_same(caps[0], caps[2]);
+  EXPECT_GT(caps[0].counters.user_work_scheduled, 0u);
+  EXPECT_EQ(caps[0].counters.user_parked, 0u) << "no thread of the workload has rseq";
   EXPECT_EQ(caps[0].counters.user_work_failed, 0u);
 }
 
@@ -399,6 +434,7 @@ TEST(TaskWork, NoEntryLeftCostsTheUserStackOnlyCounted) {
   LoaderOptions one;
   one.min_block_ns = 1'000'000;
   one.user_work_entries = 1;
+  one.rseq_user_stacks = false;
   std::vector<Capture> caps;
   Truth t;
   ASSERT_NO_FATAL_FAILURE(run_under("wl_pipe", {"-n", "10", "-m", "20"}, {one}, &caps, &t));
