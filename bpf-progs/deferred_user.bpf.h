@@ -100,7 +100,7 @@ static __always_inline int defer_user_stack(struct task_struct *t, struct offwak
 		/* A thread of the process on the CPU now: its memory is the current one, so its
 		 * stack is walked here, at no more cost than at switch-out. */
 		b->pending.user_stack_id = user_stack_of(0, t, 0, scratch_slot(SLOT_SWITCH),
-							    unwind_cache_slot_ok(SLOT_SWITCH), MEMO_NONE, c);
+							    unwind_cache_for(SLOT_SWITCH), MEMO_NONE, c);
 		return 0;
 	}
 	if (!cfg.user_task_work || (cfg.user_rseq && task_has_rseq(t))) {

@@ -216,12 +216,17 @@ static __always_inline struct scratch *scratch_slot(__u32 slot)
 	return bpf_map_lookup_elem(&scratch, &slot);
 }
 
-/* Whether a walk in scratch slot `slot` may use the per-CPU cache of unwind rules
- * (unwind_tables.bpf.h): the switch and waking programs', which never run nested in each
- * other or in themselves on one CPU. */
-static __always_inline int unwind_cache_slot_ok(__u32 slot)
+/* Which per-CPU cache of unwind rules (unwind_tables.bpf.h) a walk in scratch slot `slot`
+ * may use: 1 + its index, 0 none. A cache serves programs that never run nested in each
+ * other or in themselves on one CPU: the switch and waking programs share one (each runs
+ * with interrupts off), rseq_update's has its own (it runs with interrupts on, so a wakeup in
+ * an interrupt can run the waking program inside it, but never itself: it runs with
+ * preemption off). sys_exit's program, preemptible, and the others use none. */
+static __always_inline __u32 unwind_cache_for(__u32 slot)
 {
-	return slot == SLOT_SWITCH || slot == SLOT_WAKING;
+	if (slot == SLOT_SWITCH || slot == SLOT_WAKING)
+		return 1;
+	return slot == SLOT_RETURN ? 2 : 0;
 }
 
 /* The element of `key` in the hash map `map`, inserted as a copy of `init` if it has none.

@@ -20,7 +20,7 @@ struct walk_ctx {
 	                   * and the frame a signal interrupted */
 	__u32 end;        /* OFFWAKE_WALK_*, once the walk has ended */
 	__u32 table_frames, fp_frames;
-	__u32 cached;     /* the per-CPU cache of rules may be used (unwind_frame_rule) */
+	__u32 cached;     /* the per-CPU cache of rules it may use, 0 none (unwind_cache_for()) */
 	__u32 cache_hits; /* frames whose rule came from the cache; the others were searched */
 	__u64 sp0;        /* the sp the walk started from */
 };

@@ -111,12 +111,12 @@ static __always_inline __u32 unwind_rule(const struct offwake_unwind_mapping *m,
  * blocks, and wakes others, from the same few places again and again. An entry is keyed by
  * the pc (times 2, plus 1 for an exact pc, whose row is the pc's own rather than the byte
  * before's) and the generation of the mappings it was found in, which user space renews at
- * every change (offwake_unwind_process.generation); rows never change once placed. Only the
- * switch and waking programs use it: neither runs nested in the other nor in itself on one
- * CPU (the one holds the run queue with interrupts off, the other is not run again while it
- * runs), so an entry is never seen half written. The loader keeps max_entries with tables,
- * and sets 1 without. */
-#define UNWIND_CACHE_ENTRIES 4096 /* a power of 2 */
+ * every change (offwake_unwind_process.generation); rows never change once placed. There
+ * are UNWIND_CACHES of them, each for programs that never run nested in each other on one
+ * CPU (unwind_cache_for(), maps.bpf.h), so that an entry is never seen half written. The
+ * loader keeps max_entries with tables, and sets 1 without. */
+#define UNWIND_CACHE_ENTRIES 4096 /* a power of 2, per cache */
+#define UNWIND_CACHES 2
 
 struct unwind_cache_entry {
 	__u64 tag;        /* pc * 2 + exact; 0: empty (no pc is 0) */
@@ -128,20 +128,23 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct unwind_cache_entry);
-	__uint(max_entries, UNWIND_CACHE_ENTRIES);
+	__uint(max_entries, UNWIND_CACHE_ENTRIES * UNWIND_CACHES);
 } unwind_cache SEC(".maps");
 
-static __always_inline struct unwind_cache_entry *unwind_cache_slot(__u64 tag, __u32 generation)
+/* The entry for `tag` in cache `cache` (1 .. UNWIND_CACHES). */
+static __always_inline struct unwind_cache_entry *unwind_cache_slot(__u64 tag, __u32 generation, __u32 cache)
 {
 	__u32 key = ((tag ^ (__u64)generation << 40) * 0x9E3779B97F4A7C15ull) >> 52;
 
 	_Static_assert(UNWIND_CACHE_ENTRIES == 1 << 12, "the hash gives 12 bits");
+	key += (cache - 1) * UNWIND_CACHE_ENTRIES;
 	return bpf_map_lookup_elem(&unwind_cache, &key);
 }
 
 /* The rule for a frame at `pc` of process p (`exact`: pc is where the frame stopped, not a
  * return address), or UNWIND_BY_FP, in the low 32 bits; bit 32 set if it came from the cache
- * (`cached`, and p has a generation), else it was searched and the cache keeps it. A global
+ * (`cached`: which, unwind_cache_for(); and p has a generation), else it was searched and the
+ * cache keeps it. A global
  * function, verified once on its own: inlined into the walk's loop, its paths (hit or miss,
  * cached or not) multiplied the walk's states past the verifier's limit. */
 __noinline __u64 unwind_frame_rule(const struct offwake_unwind_process *p, __u64 pc, __u32 exact, __u32 cached)
@@ -154,8 +157,8 @@ __noinline __u64 unwind_frame_rule(const struct offwake_unwind_process *p, __u64
 	if (!p)
 		return UNWIND_BY_FP;
 	generation = p->generation;
-	if (cached && generation && pc < OFFWAKE_USER_ADDR_LIMIT) {
-		e = unwind_cache_slot(tag, generation);
+	if (cached && cached <= UNWIND_CACHES && generation && pc < OFFWAKE_USER_ADDR_LIMIT) {
+		e = unwind_cache_slot(tag, generation, cached);
 		if (e && e->tag == tag && e->generation == generation)
 			return 1ull << 32 | e->rule;
 	}

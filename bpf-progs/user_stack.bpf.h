@@ -132,12 +132,12 @@ static __always_inline void count_walk(struct offwake_counters *c, __u32 end, __
 }
 
 /* Task t's user stack, from the registers it entered the kernel with: the current task's,
- * or (other_task, sleepable programs only) a task that is not running. `cached`: called from
- * the switch or waking program, which may use the cache of unwind rules. `role`: the current
+ * or (other_task, sleepable programs only) a task that is not running. `cached`: the cache of
+ * unwind rules the calling program may use (unwind_cache_for()), 0 none. `role`: the current
  * task's memo (walk_memo.bpf.h) that the walk replays or is remembered in; MEMO_NONE for
  * another task's stack. */
 static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int other_task, struct scratch *s,
-					   int cached, __u32 role, struct offwake_counters *c)
+					   __u32 cached, __u32 role, struct offwake_counters *c)
 {
 	struct pt_regs *regs;
 	struct walk_ctx w = {};
@@ -215,7 +215,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
  * where it wakes another in the waking program's slot, where it blocks in the others. */
 static __always_inline __s64 current_user_stack(void *ctx, __u32 slot, struct offwake_counters *c)
 {
-	return user_stack_of(ctx, bpf_get_current_task_btf(), 0, scratch_slot(slot), unwind_cache_slot_ok(slot),
+	return user_stack_of(ctx, bpf_get_current_task_btf(), 0, scratch_slot(slot), unwind_cache_for(slot),
 			     slot == SLOT_WAKING ? MEMO_WAKER : MEMO_BLOCKED, c);
 }
 
