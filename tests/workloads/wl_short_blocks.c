@@ -1,7 +1,7 @@
 /* Many short blocks of random lengths, as a database's threads see them: what time-weighted
  * sampling (perf offwake record --sample-period) must estimate without bias.
  *
- *   wl_short_blocks [-s SECONDS] [-n SLEEPERS]
+ *   wl_short_blocks [-s SECONDS] [-n SLEEPERS] [-p PERIOD_US]
  *
  * For SECONDS (default 5):
  *   - SLEEPERS threads (default 2) each sleep 50 to 300 us at random, again and again, in
@@ -24,6 +24,13 @@
  * it runs. A read that returns within WL_SHORT_MIN_NS found its byte there and did not block:
  * it is not counted.
  *
+ * With -p, per thread,
+ *   long_blocks tid=T period_us=P count=C ns=N
+ * its blocks of P us or longer, as its clock measured them: a sampling recorder keeps each of
+ * those once, where a shorter one is kept with probability length/P. A sleep asked for 300 us
+ * lasts that long only while the host runs the VM's timer on time; these say how often it did
+ * not.
+ *
  * Last,
  *   cpu_not_charged ns=N
  * the machine's time (all CPUs) over the run that the kernel charges to no thread: stolen by
@@ -38,12 +45,13 @@
 #define WL_SHORT_MIN_NS 20000ull
 
 static uint64_t deadline_ns;
+static uint64_t long_ns; /* -p: blocks this long or longer are counted apart */
 static int relay_pipe[2];
 
 struct truth {
 	int tid;
-	uint64_t blocked_ns, off_cpu_ns;
-	long count;
+	uint64_t blocked_ns, off_cpu_ns, long_blocked_ns;
+	long count, long_count;
 	unsigned int seed;
 	uint64_t start_ns, start_cpu_ns;
 	int relay; /* the relay's writer */
@@ -130,6 +138,17 @@ WL_NOINLINE uint64_t wl_short_wait(int *eof)
 	return t1 - t0 < WL_SHORT_MIN_NS ? 0 : t1 - t0;
 }
 
+/* One block of `ns`, measured by the thread's clock. */
+static void count_block(struct truth *t, uint64_t ns)
+{
+	t->blocked_ns += ns;
+	t->count++;
+	if (long_ns && ns >= long_ns) {
+		t->long_blocked_ns += ns;
+		t->long_count++;
+	}
+}
+
 /* A sleeper, or with t->relay the relay's writer, which writes a byte after each sleep and
  * closes the pipe at the end. */
 static void *sleeper(void *arg)
@@ -140,8 +159,7 @@ static void *sleeper(void *arg)
 	wl_become_fifo();
 	start_timing(t);
 	while (wl_now_ns() < deadline_ns) {
-		t->blocked_ns += wl_short_sleep(random_us(&t->seed));
-		t->count++;
+		count_block(t, wl_short_sleep(random_us(&t->seed)));
 		if (t->relay)
 			wl_relay_write();
 	}
@@ -163,10 +181,8 @@ static void *relay_reader(void *arg)
 	while (!eof) {
 		uint64_t ns = wl_short_wait(&eof);
 
-		if (ns) {
-			t->blocked_ns += ns;
-			t->count++;
-		}
+		if (ns)
+			count_block(t, ns);
 	}
 	stop_timing(t);
 	return NULL;
@@ -180,16 +196,21 @@ int main(int argc, char **argv)
 	pthread_t threads[66];
 	struct truth truths[66];
 
-	while ((opt = getopt(argc, argv, "s:n:")) != -1) {
+	long period_us = 0;
+
+	while ((opt = getopt(argc, argv, "s:n:p:")) != -1) {
 		if (opt == 's')
 			seconds = atof(optarg);
 		else if (opt == 'n')
 			sleepers = atoi(optarg);
+		else if (opt == 'p')
+			period_us = atol(optarg);
 		else
 			return 1;
 	}
-	if (seconds <= 0 || sleepers < 0 || sleepers > 64) {
-		fprintf(stderr, "usage: wl_short_blocks [-s SECONDS] [-n SLEEPERS (0-64)]\n");
+	long_ns = (uint64_t)period_us * 1000ull;
+	if (seconds <= 0 || sleepers < 0 || sleepers > 64 || period_us < 0) {
+		fprintf(stderr, "usage: wl_short_blocks [-s SECONDS] [-n SLEEPERS (0-64)] [-p PERIOD_US]\n");
 		return 1;
 	}
 	if (pipe(relay_pipe) != 0)
@@ -218,6 +239,9 @@ int main(int argc, char **argv)
 		       truths[sleepers + 1].count, truths[sleepers].tid, "wl_relay_write");
 	for (i = 0; i < sleepers + 2; i++)
 		printf("off_cpu tid=%d ns=%llu\n", truths[i].tid, (unsigned long long)truths[i].off_cpu_ns);
+	for (i = 0; long_ns && i < sleepers + 2; i++)
+		printf("long_blocks tid=%d period_us=%ld count=%ld ns=%llu\n", truths[i].tid, period_us,
+		       truths[i].long_count, (unsigned long long)truths[i].long_blocked_ns);
 	printf("cpu_not_charged ns=%llu\n", (unsigned long long)not_charged);
 	return 0;
 }
