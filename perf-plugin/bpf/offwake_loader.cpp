@@ -89,28 +89,36 @@ bool lazy_capture(const LoaderOptions& o) {
   return offwake_lazy_capture(o.eager, o.min_block_ns, o.max_block_ns, o.sample_period_ns);
 }
 
-bool use_task_work(const LoaderOptions& o) {
-  return lazy_capture(o) && !o.kernel_user_walker && !o.sys_exit_user_stacks && kernel_has_task_work();
+// The kernel's BTF (null if it cannot be loaded). A load parses all of it, about 8 ms here:
+// a caller that asks several questions loads it once.
+using VmlinuxBtf = std::unique_ptr<struct btf, void (*)(struct btf*)>;
+VmlinuxBtf load_vmlinux_btf() { return VmlinuxBtf(btf__load_vmlinux_btf(), btf__free); }
+
+bool btf_has(const struct btf* vmlinux, const char* name, int kind) {
+  return vmlinux && btf__find_by_name_kind(vmlinux, name, kind) >= 0;
 }
 
-bool use_rseq(const LoaderOptions& o) {
-  return lazy_capture(o) && o.rseq_user_stacks && kernel_has_rseq_update();
+bool has_task_work(const struct btf* vmlinux) {
+  return btf_has(vmlinux, "bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC);
 }
 
-bool kernel_btf_has(const char* name, int kind) {
-  struct btf* vmlinux = btf__load_vmlinux_btf();
-  if (!vmlinux) return false;
-  std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
-  return btf__find_by_name_kind(vmlinux, name, kind) >= 0;
+bool has_rseq_update(const struct btf* vmlinux) { return btf_has(vmlinux, "btf_trace_rseq_update", BTF_KIND_TYPEDEF); }
+
+bool use_task_work(const LoaderOptions& o, const struct btf* vmlinux) {
+  return lazy_capture(o) && !o.kernel_user_walker && !o.sys_exit_user_stacks && has_task_work(vmlinux);
+}
+
+bool use_rseq(const LoaderOptions& o, const struct btf* vmlinux) {
+  return lazy_capture(o) && o.rseq_user_stacks && has_rseq_update(vmlinux);
 }
 
 }  // namespace
 
 void OffwakeBpf::SkelDeleter::operator()(skel::offwake* s) const { skel::offwake__destroy(s); }
 
-bool kernel_has_task_work() { return kernel_btf_has("bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC); }
+bool kernel_has_task_work() { return has_task_work(load_vmlinux_btf().get()); }
 
-bool kernel_has_rseq_update() { return kernel_btf_has("btf_trace_rseq_update", BTF_KIND_TYPEDEF); }
+bool kernel_has_rseq_update() { return has_rseq_update(load_vmlinux_btf().get()); }
 
 Result<uint32_t> perf_event_max_stack() {
   std::ifstream in("/proc/sys/kernel/perf_event_max_stack");
@@ -123,9 +131,9 @@ Status probe_kernel_support() {
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return Error::from_errno("opening /sys/kernel/btf/vmlinux (kernel BTF, CONFIG_DEBUG_INFO_BTF)",
                              ErrorKind::kUnavailable);
-  struct btf* vmlinux = btf__load_vmlinux_btf();
-  if (!vmlinux) return Error::from_errno("loading kernel BTF", ErrorKind::kUnavailable);
-  std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
+  VmlinuxBtf btf = load_vmlinux_btf();
+  if (!btf) return Error::from_errno("loading kernel BTF", ErrorKind::kUnavailable);
+  const struct btf* vmlinux = btf.get();
 
   // tp_btf/sched_switch: typedef -> pointer -> prototype (void *, preempt, prev, next, prev_state).
   int id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
@@ -138,10 +146,8 @@ Status probe_kernel_support() {
   return ok_status();
 }
 
-std::optional<int64_t> preempt_count_from_runqueue() {
-  struct btf* vmlinux = btf__load_vmlinux_btf();
+std::optional<int64_t> preempt_count_from_runqueue(const struct btf* vmlinux) {
   if (!vmlinux) return std::nullopt;
-  std::unique_ptr<struct btf, void (*)(struct btf*)> guard(vmlinux, btf__free);
   int id = btf__find_by_name_kind(vmlinux, ".data..percpu", BTF_KIND_DATASEC);
   if (id < 0) return std::nullopt;
   const struct btf_type* sec = btf__type_by_id(vmlinux, id);
@@ -192,9 +198,10 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (!s) return machine(with_log(permission_hint(Error::from_errno("opening BPF object")), log));
 
   // Configure: rodata, map sizes, which programs load.
-  auto pc_from_rq = preempt_count_from_runqueue();
-  const bool task_work = use_task_work(o);
-  const bool rseq = use_rseq(o);
+  const VmlinuxBtf vmlinux = load_vmlinux_btf();
+  auto pc_from_rq = preempt_count_from_runqueue(vmlinux.get());
+  const bool task_work = use_task_work(o, vmlinux.get());
+  const bool rseq = use_rseq(o, vmlinux.get());
   configure(s.get(), o, depth, pc_from_rq, task_work, rseq);
   struct {
     bpf_map* map;
