@@ -97,9 +97,11 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	} else if (lazy() && ((cfg.user_rseq && task_has_rseq(prev)) ||
 			      (cfg.user_task_work && !walk_at_switch_out(b->keep_ns, b->last_ns)))) {
 		/* The user registers stay as they are until the task is back in user space,
-		 * whether it entered the kernel by a system call or an exception. A block
-		 * likely to be kept has its stack walked now instead: walking it later, cold,
-		 * from another task's context, costs more than walking it here. */
+		 * whether it entered the kernel by a system call or an exception. A thread with
+		 * rseq has the stack walked there, for kept blocks, at the price of a tracepoint
+		 * run. With task work, a block likely to be kept has its stack walked now
+		 * instead: scheduling a task work and walking the stack later, cold, cost more
+		 * than walking it here. */
 		b->flags |= TB_DEFER_USER;
 	} else {
 		struct pt_regs *regs = lazy() && !walk_at_switch_out(b->keep_ns, b->last_ns)
@@ -283,12 +285,33 @@ static __always_inline void emit_parked(void *ctx, __u32 slot)
 	emit_pending(b, current_user_stack(ctx, slot, c), c);
 }
 
+/* The current task is on its way back to user space, switched in without the switch program
+ * seeing it (this CPU's last traced switch was to another task; see untraced_switches): a
+ * block of its still open ended then, and its user registers are still the block's. A user
+ * stack deferred for it is walked now; the block itself is ended at the task's next
+ * switch-out (end_missed_block), which would otherwise find its user stack gone. */
+static __always_inline void walk_for_untraced_switch_in(void *ctx)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct offwake_task_block *b;
+	__u32 zero = 0, *last = bpf_map_lookup_elem(&cpu_current, &zero);
+
+	if (!last || *last == (__u32)cur->pid)
+		return;
+	b = task_block(cur);
+	if (!b || !b->block_ts || !(b->flags & TB_DEFER_USER))
+		return;
+	b->flags &= ~TB_DEFER_USER;
+	b->user_stack_id = current_user_stack(ctx, SLOT_RETURN, cpu_counters());
+}
+
 /* Lazy capture, a thread with rseq: the kernel updates its rseq area on each way back to user
  * space after a switch-out, from wherever it entered the kernel. */
 SEC("tp_btf/rseq_update")
 int BPF_PROG(offwake_rseq_return, struct task_struct *t)
 {
 	emit_parked(ctx, SLOT_RETURN);
+	walk_for_untraced_switch_in(ctx);
 	return 0;
 }
 
