@@ -182,17 +182,23 @@ void expect_same(const Capture& a, const Capture& b, bool fault_user_frames = tr
   EXPECT_LE(late_blocks(a), a.counters.late_ends);
 }
 
-// The truth's blocking function is in the user stacks of the first capture, so that the
-// comparison is about real stacks. Its count is exact (see check_against_truth in
-// offwake_bpf_test.cpp for the one way heavy load could make it one off).
+// The truth's blocking function is in the user stacks of the capture, so that the comparison
+// is about real stacks. Its count is exact (see check_against_truth in offwake_bpf_test.cpp
+// for the one way heavy load could make it one off), counting the blocks that ended late
+// (ended_late) whose deferred user stack is gone with their switch-in: compared by count only,
+// as expect_same does.
 void expect_truth_seen(const std::string& workload, const Capture& c, const Truth& t) {
   auto fn = function_range(kWorkloads + workload, t.function);
   ASSERT_TRUE(fn);
-  uint64_t count = 0;
-  for (const Aggregate& a : c.aggregates)
-    if (a.key.tid == t.tid && stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn))
+  uint64_t count = 0, late_without_user_stack = 0;
+  for (const Aggregate& a : c.aggregates) {
+    if (a.key.tid != t.tid) continue;
+    if (stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn))
       count += a.value.count;
-  EXPECT_EQ(count, t.count) << t.function;
+    else if (ended_late(a) && a.key.user_stack_id == -OFFWAKE_ERR_NOT_TRACED)
+      late_without_user_stack += a.value.count;
+  }
+  EXPECT_EQ(count + late_without_user_stack, t.count) << t.function;
 }
 
 class Capture3 : public ::testing::TestWithParam<const char*> {};
@@ -257,7 +263,8 @@ TEST_P(Capture3, RseqTaskWorkAndSysExitTakeTheSameUserStacks) {
   // block is deferred, and its later ones walked at switch-out (its last block was kept).
   EXPECT_GE(caps[0].counters.user_parked * 2, t.count);
   EXPECT_EQ(caps[0].counters.user_work_scheduled, 0u);
-  EXPECT_GT(caps[1].counters.user_work_scheduled, 0u);
+  // (Unless that first block's switch-in went untraced: then nothing was scheduled.)
+  EXPECT_GT(caps[1].counters.user_work_scheduled + late_blocks(caps[1]), 0u);
   EXPECT_EQ(caps[1].counters.user_parked, 0u);
   EXPECT_EQ(caps[0].counters.user_work_failed + caps[1].counters.user_work_failed, 0u);
 }
