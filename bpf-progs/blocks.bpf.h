@@ -129,15 +129,33 @@ static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delt
  * recorded wakeup if there was one, else now (an upper bound). Its kernel stack is gone
  * (unless taken at switch-out, --sched-frames), and so is a deferred user stack: the task
  * may have left that system call since. */
+/* When b's block, still open while its task runs, ended: at its own recorded wakeup (`*own`
+ * set), else `now`, the latest it can have ended. A wakeup that is not this block's stays: it
+ * came on the way into the block that the task's next switch-out begins. */
+static __always_inline __u64 missed_block_end(const struct offwake_task_block *b, __u64 now, int *own)
+{
+	*own = waker_of_block(b, 1);
+	return offwake_late_block_end(*own, b->wake_ts, b->block_ts, now);
+}
+
+/* Whether b's block, still open while its task runs, is sure to be dropped by the duration
+ * filters or its draw when it is ended (end_missed_block): its end is its own wakeup, or it
+ * is already too long at `now`. */
+static __always_inline int missed_block_dropped(const struct offwake_task_block *b, __u64 now)
+{
+	int own;
+	__u64 delta = missed_block_end(b, now, &own) - b->block_ts;
+
+	return !duration_kept(delta, b->keep_ns) && (own || delta >= b->keep_ns);
+}
+
 static __always_inline void end_missed_block(struct task_struct *cur, struct offwake_task_block *b, __u64 now,
 					     struct offwake_counters *c)
 {
 	struct block_end e = { .kern_stack_id = b->kern_stack_id };
-	/* A wakeup that is not this block's stays: it came on the way into the block that the
-	 * switch-out starting now begins. */
-	int own = waker_of_block(b, 1);
+	int own;
 
-	e.at = offwake_late_block_end(own, b->wake_ts, b->block_ts, now);
+	e.at = missed_block_end(b, now, &own);
 	COUNT(c, late_ends);
 	if (filtered_out(b, e.at - b->block_ts, c))
 		return;

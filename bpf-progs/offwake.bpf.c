@@ -288,8 +288,9 @@ static __always_inline void emit_parked(void *ctx, __u32 slot)
 /* The current task is on its way back to user space, switched in without the switch program
  * seeing it (this CPU's last traced switch was to another task; see untraced_switches): a
  * block of its still open ended then, and its user registers are still the block's. A user
- * stack deferred for it is walked now; the block itself is ended at the task's next
- * switch-out (end_missed_block), which would otherwise find its user stack gone. */
+ * stack deferred for it is walked now, unless the block is sure to be dropped; the block
+ * itself is ended at the task's next switch-out (end_missed_block), which would otherwise
+ * find its user stack gone. */
 static __always_inline void walk_for_untraced_switch_in(void *ctx)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
@@ -299,7 +300,7 @@ static __always_inline void walk_for_untraced_switch_in(void *ctx)
 	if (!last || *last == (__u32)cur->pid)
 		return;
 	b = task_block(cur);
-	if (!b || !b->block_ts || !(b->flags & TB_DEFER_USER))
+	if (!b || !b->block_ts || !(b->flags & TB_DEFER_USER) || missed_block_dropped(b, bpf_ktime_get_ns()))
 		return;
 	b->flags &= ~TB_DEFER_USER;
 	b->user_stack_id = current_user_stack(ctx, SLOT_RETURN, cpu_counters());
