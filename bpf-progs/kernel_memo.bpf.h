@@ -176,22 +176,38 @@ struct kstack_find {
 	const struct kstack_window *win;
 	const __u64 *ips;
 	__u32 n, words, found;
+	__u32 next; /* the next word to look at */
 };
 
-/* Word j of the window: the next frame, if it holds it. */
-static long kstack_find_word(__u32 j, void *data)
+/* Words looked at per bpf_loop step: the step's call costs more than a comparison. A word at a
+ * step, the search cost 2.4 us a stack (waker stacks on pgbench), 1.0 us at 8. */
+#define KMEMO_FIND_STRIDE 8
+
+/* From word k->next of the window, up to KMEMO_FIND_STRIDE words: the first that holds the
+ * next frame places it, and the next step starts after it. A step that places a frame looks
+ * at fewer words, so the search takes at most words / KMEMO_FIND_STRIDE + frames steps. */
+static long kstack_find_words(__u32 i, void *data)
 {
 	struct kstack_find *k = data;
-	__u32 f = k->found;
+	__u32 f = k->found, j = k->next;
+	__u64 want;
 
-	if (f >= k->n || f >= KMEMO_FRAMES || j >= k->words || j >= KMEMO_WORDS)
+	if (f >= k->n || f >= KMEMO_FRAMES)
 		return 1;
-	if (k->win->w[j] == k->ips[f]) {
-		k->m->at[f] = j;
-		k->m->ip[f] = k->ips[f];
-		k->found = f + 1;
-		k->m->words = j + 1;
+	want = k->ips[f];
+	for (int u = 0; u < KMEMO_FIND_STRIDE; u++, j++) {
+		if (j >= k->words || j >= KMEMO_WORDS)
+			return 1;
+		if (k->win->w[j] == want) {
+			k->m->at[f] = j;
+			k->m->ip[f] = want;
+			k->m->words = j + 1;
+			k->found = f + 1;
+			k->next = j + 1;
+			return f + 1 >= k->n;
+		}
 	}
+	k->next = j;
 	return 0;
 }
 
@@ -217,7 +233,7 @@ __noinline int kstack_memo_keep(struct kstack_memo *m, struct kstack_window *win
 	k.ips = s->st.ips;
 	k.n = n;
 	k.words = avail;
-	bpf_loop(avail, kstack_find_word, &k, 0);
+	bpf_loop(avail / KMEMO_FIND_STRIDE + n + 1, kstack_find_words, &k, 0);
 	if (k.found != n)
 		return 0;
 	m->sp = win->sp;
