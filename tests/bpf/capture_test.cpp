@@ -59,9 +59,24 @@ uint64_t late_blocks(const Capture& c) { return blocks_where(c, ended_late); }
 // blocks are compared without their wakers.
 bool woken_early(const Aggregate& a) { return a.key.waker_flags & OFFWAKE_WAKER_EARLY; }
 
+// Whether a blocked kernel stack is inside an execve: reading the new image. Its user registers
+// are the old image's until the exec replaces them, so a lazy capture, which takes them on the
+// way back to user space, finds the new image's and takes none (user_stack_exec), where an eager
+// one walked the old image's stack at switch-out (seen in CI after a rebuild left the
+// workload's binary out of the page cache).
+bool in_execve(const Callchain& chain, const Kallsyms& kallsyms) {
+  for (const Frame& fr : chain.frames()) {
+    if (fr.context != FrameContext::kKernel) continue;
+    const KernelSymbol* sym = kallsyms.find(fr.ip);
+    if (sym && sym->name == "bprm_execve") return true;
+  }
+  return false;
+}
+
 // Keyed with the waker's thread and frames, or (with_waker false) without either.
 // With `fault_user_frames` false, the user frames of blocks in uninterruptible sleep (page
-// faults, exec) are left out of the key (see OwnUserWalkGivesTheKernelsFrames).
+// faults, exec) are left out of the key (see OwnUserWalkGivesTheKernelsFrames); blocks inside
+// an execve never have theirs in it (in_execve).
 // With `keep`, only the aggregates it keeps.
 std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool with_waker,
                              bool fault_user_frames = true, bool (*keep)(const Aggregate&) = nullptr) {
@@ -78,7 +93,8 @@ std::map<Key, Sum> by_stacks(const Capture& c, const Kallsyms& kallsyms, bool wi
     auto samples = convert.convert(a, 1);
     const auto& blocked = samples.at(0);
     const auto& waker = samples.at(1);
-    const bool user = fault_user_frames || !(a.key.state & OFFWAKE_STATE_UNINTERRUPTIBLE);
+    const bool user = (fault_user_frames || !(a.key.state & OFFWAKE_STATE_UNINTERRUPTIBLE)) &&
+                      !in_execve(blocked.callchain, kallsyms);
     Sum& s = out[{a.key.tid, ips(blocked.callchain, user), with_waker ? a.key.waker_tid : 0,
                   with_waker ? ips(waker.callchain) : Frames{}, a.key.state}];
     s.ns += a.value.total_ns;
