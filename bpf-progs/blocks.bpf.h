@@ -123,12 +123,6 @@ static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delt
 	return 1;
 }
 
-/* The current task `cur` runs with b's block still open: its switch-in was not traced (the
- * kernel now and then fires no sched_switch for a switch, mostly out of the idle task, as
- * perf -e sched:sched_switch also shows; see untraced_switches). The block ended at its
- * recorded wakeup if there was one, else now (an upper bound). Its kernel stack is gone
- * (unless taken at switch-out, --sched-frames), and so is a deferred user stack: the task
- * may have left that system call since. */
 /* When b's block, still open while its task runs, ended: at its own recorded wakeup (`*own`
  * set), else `now`, the latest it can have ended. A wakeup that is not this block's stays: it
  * came on the way into the block that the task's next switch-out begins. */
@@ -149,6 +143,12 @@ static __always_inline int missed_block_dropped(const struct offwake_task_block 
 	return !duration_kept(delta, b->keep_ns) && (own || delta >= b->keep_ns);
 }
 
+/* The current task `cur` runs with b's block still open: its switch-in was not traced (the
+ * kernel now and then fires no sched_switch for a switch, mostly out of the idle task, as
+ * perf -e sched:sched_switch also shows; see untraced_switches). The block ended at its
+ * recorded wakeup if there was one, else now (an upper bound). Its kernel stack is gone
+ * (unless taken at switch-out, --sched-frames), and so is a deferred user stack: the task
+ * may have left that system call since. */
 static __always_inline void end_missed_block(struct task_struct *cur, struct offwake_task_block *b, __u64 now,
 					     struct offwake_counters *c)
 {

@@ -23,7 +23,7 @@
  *
  * Memos per thread and role (MEMO_BLOCKED: its blocked stack, taken as it is switched back
  * in; MEMO_WAKER: its stack as it wakes another), MEMO_SITES of each, chosen by the user pc
- * the thread entered the kernel from, each of KMEMO_WAYS stacks, in task storage, 8 KiB a
+ * the thread entered the kernel from, each of MEMO_WAYS stacks, in task storage, 8 KiB a
  * thread. Two ways, not one: on pgbench, 18% of kernel stacks were unwound with one stack a
  * site, 7% with two (each unwind about 10 us here). A stack deeper than
  * KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
@@ -48,12 +48,9 @@ struct kstack_memo {
 	__u64 ip[KMEMO_FRAMES];
 };
 
-/* The stacks remembered per role and site: a thread that enters the kernel from one place
- * may go two ways there (a send that wakes a reader blocked in recv, or one in epoll_wait). */
-#define KMEMO_WAYS 2
-
+/* The stacks remembered per role and site (MEMO_WAYS, walk_memo.bpf.h). */
 struct kstack_memo_set {
-	struct kstack_memo way[KMEMO_WAYS];
+	struct kstack_memo way[MEMO_WAYS];
 	__u32 newest; /* the way last replayed or remembered */
 };
 
@@ -257,34 +254,35 @@ __noinline int kstack_memo_keep(struct kstack_memo *m, struct kstack_window *win
  * first), which becomes the newest; else -1. A global function, verified once. */
 __noinline __s64 kstack_memo_lookup(struct kstack_memo_set *set, struct kstack_window *win)
 {
-	__u32 first;
+	__u32 way;
 	__s64 id;
 
 	if (!set || !win)
 		return -1;
-	first = set->newest & (KMEMO_WAYS - 1);
-	id = kstack_memo_check(&set->way[first], win);
+	way = memo_newest(set->newest);
+	id = kstack_memo_check(&set->way[way], win);
 	if (id >= 0)
 		return id;
-	id = kstack_memo_check(&set->way[first ^ 1], win);
+	way = memo_next_way(way);
+	id = kstack_memo_check(&set->way[way], win);
 	if (id >= 0)
-		set->newest = first ^ 1;
+		set->newest = way;
 	return id;
 }
 
-/* After an unwind (kstack_memo_keep): remembered in the older way of `set`, which becomes
+/* After an unwind (kstack_memo_keep): remembered in the oldest way of `set`, which becomes
  * the newest. A global function, verified once. */
 __noinline int kstack_memo_remember(struct kstack_memo_set *set, struct kstack_window *win, const struct scratch *s,
 				    __s64 id)
 {
-	__u32 older;
+	__u32 oldest;
 
 	if (!set)
 		return 0;
-	older = (set->newest & (KMEMO_WAYS - 1)) ^ 1;
-	if (!kstack_memo_keep(&set->way[older], win, s, id))
+	oldest = memo_next_way(memo_newest(set->newest));
+	if (!kstack_memo_keep(&set->way[oldest], win, s, id))
 		return 0;
-	set->newest = older;
+	set->newest = oldest;
 	return 1;
 }
 

@@ -13,7 +13,7 @@
  * worker waits for its next request in the same loop.
  *
  * Memos per thread and role (where it blocks, where it wakes another), MEMO_SITES of each
- * chosen by the walk's first pc, each of WALK_MEMO_WAYS walks, in task storage (13.4 KiB a
+ * chosen by the walk's first pc, each of MEMO_WAYS walks, in task storage (13.4 KiB a
  * thread; on pgbench at --sample-period 1000, 72% of walks were replays with one walk a
  * site, 94% with two, in one sitting), for walks of the current
  * task's stack only. Only the thread's own programs use its memos, one at a time: the switch
@@ -58,12 +58,26 @@ static __always_inline __u32 memo_site(__u64 user_pc)
 	return (__u32)((user_pc * 0x9E3779B97F4A7C15ull) >> 62) & (MEMO_SITES - 1);
 }
 
-/* The walks remembered per role and site: a thread may enter the kernel from one place by
- * two ways (a server's loop that waits in one function, called from two places). */
-#define WALK_MEMO_WAYS 2
+/* Memos per role and site: the last MEMO_WAYS, the newest checked first and the oldest
+ * replaced. A thread may enter the kernel from one place by two ways: a server's loop that
+ * waits in one function called from two places (user walks), a send that wakes a reader
+ * blocked in recv or one in epoll_wait (kernel stacks). The rule of user walks here and of
+ * kernel stacks (kernel_memo.bpf.h). */
+#define MEMO_WAYS 2
+
+static __always_inline __u32 memo_newest(__u32 newest)
+{
+	return newest & (MEMO_WAYS - 1);
+}
+
+/* The way after `way`: the next to check, or with the newest, the oldest to replace. */
+static __always_inline __u32 memo_next_way(__u32 way)
+{
+	return (way + 1) & (MEMO_WAYS - 1);
+}
 
 struct walk_memo_set {
-	struct walk_memo way[WALK_MEMO_WAYS];
+	struct walk_memo way[MEMO_WAYS];
 	__u32 newest; /* the way last replayed or remembered */
 };
 
@@ -149,11 +163,11 @@ __noinline __s64 walk_memo_replay(struct walk_memo_head *h, struct scratch *s, _
 	if (!memos)
 		return -1;
 	set = &memos->m[role & 1][memo_site(h->pc)];
-	way = set->newest & (WALK_MEMO_WAYS - 1);
+	way = memo_newest(set->newest);
 	id = walk_memo_replay_one(&set->way[way], h, s, hi);
 	if (id >= 0)
 		return id;
-	way ^= 1;
+	way = memo_next_way(way);
 	id = walk_memo_replay_one(&set->way[way], h, s, hi);
 	if (id >= 0)
 		set->newest = way;
@@ -161,7 +175,7 @@ __noinline __s64 walk_memo_replay(struct walk_memo_head *h, struct scratch *s, _
 }
 
 /* After the walk `h` of the current task's stack (s->read holds the words it read): the
- * task's memo for `role` remembers it in the older of the site's two ways, if it can be
+ * task's memo for `role` remembers it in the site's oldest way, if it can be
  * replayed (it was stored, read no more words than a memo holds, and every read succeeded:
  * a page not present now may be later). Without memory for a memo, nothing is remembered. */
 __noinline int walk_memo_keep(const struct walk_memo_head *h, const struct scratch *s, __u32 role)
@@ -179,7 +193,7 @@ __noinline int walk_memo_keep(const struct walk_memo_head *h, const struct scrat
 	if (!memos)
 		return 0;
 	set = &memos->m[role & 1][memo_site(h->pc)];
-	way = (set->newest & (WALK_MEMO_WAYS - 1)) ^ 1;
+	way = memo_next_way(memo_newest(set->newest));
 	m = &set->way[way];
 	m->read = s->read;
 	m->h = *h;

@@ -54,22 +54,27 @@ void expect_each_path_its_own(const RecordRun& r) {
   }
 }
 
-// 120 blocks in runs of one to three on a path: about half on the last block's path
-// (replayed), half not (the words differ: walked).
+// Each path's block after its first repeats a remembered walk or kernel stack, whichever path
+// came last (MEMO_WAYS, bpf-progs/walk_memo.bpf.h): the child's where it blocks, the
+// parent's where it wakes it, and the parent's own pause before each wakeup. So about three
+// replays a block of the workload's truth, 10% spared for stacks not taken where they repeat.
+void expect_three_replays_a_block(uint64_t replayed, const RecordRun& r) {
+  uint64_t blocks = 0;
+  for (const Truth& t : r.truth) blocks += t.count;
+  EXPECT_GE(static_cast<double>(replayed), 0.9 * 3.0 * static_cast<double>(blocks))
+      << blocks << " blocks\n" << r.record.err;
+}
+
+// 120 blocks in runs of one to three on a path: about half on the last block's path, half not
+// (the words differ from the last walk's, the same as the walk before on that path).
 TEST(WalkMemo, ReplayedWalksKeepEachBlocksOwnPath) {
   TempDir dir;
   RecordRun r = record_and_script(dir, "-- " + kMemoPaths + " -n 120 -m 5");
   expect_each_path_its_own(r);
   // Else this test would not test replays: the blocked thread's and the waker's repeats.
-  // Each path's block after its first repeats a remembered walk, whichever path came last
-  // (two walks a site, bpf-progs/walk_memo.bpf.h): the child's where it blocks and the
-  // parent's where it wakes it, and the parent's own pause before each wakeup. So about three
-  // replays a block, 10% spared for walks not made where they repeat. With one walk a site
-  // (before), a block on the other path than the last missed both: 240 of 361 here.
-  uint64_t blocks = 0;
-  for (const Truth& t : r.truth) blocks += t.count;
-  EXPECT_GE(static_cast<double>(replayed_walks(r.record.err)), 0.9 * 3.0 * static_cast<double>(blocks))
-      << blocks << " blocks\n" << r.record.err;
+  // With one walk a site (before), a block on the other path than the last missed both: 240
+  // of 361 here.
+  expect_three_replays_a_block(replayed_walks(r.record.err), r);
 }
 
 // The same, lazily (blocks sampled, stacks taken once kept: some walks at switch-out, others
@@ -115,15 +120,9 @@ TEST(KernelMemo, ReplayedKernelStacksKeepEachBlocksOwnPath) {
       EXPECT_EQ(w->has_frame("unix_stream_sendmsg"), !pipe) << t.function;
     }
   }
-  // Else this test would not test replays: each path's block after its first repeats a
-  // remembered kernel stack, whichever path came last (two a site,
-  // bpf-progs/kernel_memo.bpf.h): the child's blocked stack and the parent's waking one, and
-  // the parent's own pause. So about three replays a block, 10% spared. With one stack a site
-  // (before), a block on the other path than the last missed both: 241 of 482 here.
-  uint64_t blocks = 0;
-  for (const Truth& t : r.truth) blocks += t.count;
-  EXPECT_GE(static_cast<double>(replayed_kernel_stacks(r.record.err)), 0.9 * 3.0 * static_cast<double>(blocks))
-      << blocks << " blocks\n" << r.record.err;
+  // Else this test would not test replays. With one stack a site (before), a block on the
+  // other path than the last missed both: 241 of 482 here.
+  expect_three_replays_a_block(replayed_kernel_stacks(r.record.err), r);
 }
 
 }  // namespace
