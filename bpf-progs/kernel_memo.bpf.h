@@ -23,9 +23,7 @@
  *
  * Memos per thread and role (MEMO_BLOCKED: its blocked stack, taken as it is switched back
  * in; MEMO_WAKER: its stack as it wakes another), MEMO_SITES of each, chosen by the user pc
- * the thread entered the kernel from, each of MEMO_WAYS stacks, in task storage, 8 KiB a
- * thread. Two ways, not one: on pgbench, 18% of kernel stacks were unwound with one stack a
- * site, 7% with two (each unwind about 10 us here). A stack deeper than
+ * the thread entered the kernel from, in task storage, 4 KiB a thread. A stack deeper than
  * KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
 #ifndef OFFWAKE_KERNEL_MEMO_BPF_H
 #define OFFWAKE_KERNEL_MEMO_BPF_H
@@ -48,15 +46,9 @@ struct kstack_memo {
 	__u64 ip[KMEMO_FRAMES];
 };
 
-/* The stacks remembered per role and site (MEMO_WAYS, walk_memo.bpf.h). */
-struct kstack_memo_set {
-	struct kstack_memo way[MEMO_WAYS];
-	__u32 newest; /* the way last replayed or remembered */
-};
-
 /* Memos per role and site (memo_site(), walk_memo.bpf.h). */
 struct kstack_memos {
-	struct kstack_memo_set m[MEMO_ROLES][MEMO_SITES];
+	struct kstack_memo m[MEMO_ROLES][MEMO_SITES];
 };
 
 struct {
@@ -96,8 +88,8 @@ static __always_inline __u32 kstack_words_above(struct task_struct *t, __u64 sp)
 	return words > KMEMO_WORDS ? KMEMO_WORDS : (__u32)words;
 }
 
-/* t's memos for `role` at the site it entered the kernel from, created if `create`. */
-static __always_inline struct kstack_memo_set *kstack_memo_of(struct task_struct *t, __u32 role, int create)
+/* t's memo for `role`, created if `create`. */
+static __always_inline struct kstack_memo *kstack_memo_of(struct task_struct *t, __u32 role, int create)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
 	__u32 site = regs ? memo_site(regs_ip(regs)) : 0;
@@ -250,42 +242,6 @@ __noinline int kstack_memo_keep(struct kstack_memo *m, struct kstack_window *win
 	return 1;
 }
 
-/* The remembered stack of set `set` that the kernel stack at win->sp repeats (the newest way
- * first), which becomes the newest; else -1. A global function, verified once. */
-__noinline __s64 kstack_memo_lookup(struct kstack_memo_set *set, struct kstack_window *win)
-{
-	__u32 way;
-	__s64 id;
-
-	if (!set || !win)
-		return -1;
-	way = memo_newest(set->newest);
-	id = kstack_memo_check(&set->way[way], win);
-	if (id >= 0)
-		return id;
-	way = memo_next_way(way);
-	id = kstack_memo_check(&set->way[way], win);
-	if (id >= 0)
-		set->newest = way;
-	return id;
-}
-
-/* After an unwind (kstack_memo_keep): remembered in the oldest way of `set`, which becomes
- * the newest. A global function, verified once. */
-__noinline int kstack_memo_remember(struct kstack_memo_set *set, struct kstack_window *win, const struct scratch *s,
-				    __s64 id)
-{
-	__u32 oldest;
-
-	if (!set)
-		return 0;
-	oldest = memo_next_way(memo_newest(set->newest));
-	if (!kstack_memo_keep(&set->way[oldest], win, s, id))
-		return 0;
-	set->newest = oldest;
-	return 1;
-}
-
 /* The kernel stack of t, which is not running: its blocked stack (sleeping_kernel_stack),
  * checked against t's memo of its last one first. Scratch slot `slot` (SLOT_*). Straight
  * through, the failures left to the global functions: each branch here would multiply the
@@ -293,7 +249,7 @@ __noinline int kstack_memo_remember(struct kstack_memo_set *set, struct kstack_w
 static __always_inline __s64 blocked_kernel_stack(struct task_struct *t, __u32 slot, struct offwake_counters *c)
 {
 	struct kstack_window *win = bpf_map_lookup_elem(&kstack_windows, &slot);
-	struct kstack_memo_set *m = kstack_memo_of(t, MEMO_BLOCKED, 1);
+	struct kstack_memo *m = kstack_memo_of(t, MEMO_BLOCKED, 1);
 	struct scratch *s;
 	__s64 id;
 
@@ -301,7 +257,7 @@ static __always_inline __s64 blocked_kernel_stack(struct task_struct *t, __u32 s
 		win->sp = task_saved_sp(t);
 		win->avail = kstack_words_above(t, win->sp);
 	}
-	id = kstack_memo_lookup(m, win);
+	id = kstack_memo_check(m, win);
 	if (id >= 0) {
 		if (c) {
 			c->stack_captures[OFFWAKE_KERNEL]++;
@@ -311,7 +267,7 @@ static __always_inline __s64 blocked_kernel_stack(struct task_struct *t, __u32 s
 	}
 	s = scratch_slot(slot);
 	id = sleeping_kernel_stack(t, s, c);
-	kstack_memo_remember(m, win, s, id);
+	kstack_memo_keep(m, win, s, id);
 	return id;
 }
 
@@ -326,7 +282,7 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct of
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct scratch *s = scratch_slot(slot);
 	struct kstack_window *win = bpf_map_lookup_elem(&kstack_windows, &slot);
-	struct kstack_memo_set *m;
+	struct kstack_memo *m;
 	__s64 id;
 	long n;
 
@@ -341,7 +297,7 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct of
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
 	m = kstack_memo_of(cur, MEMO_WAKER, 1);
 	COUNT(c, stack_captures[OFFWAKE_KERNEL]);
-	id = kstack_memo_lookup(m, win);
+	id = kstack_memo_check(m, win);
 	if (id >= 0) {
 		COUNT(c, kernel_stacks_replayed);
 		return id;
@@ -351,7 +307,7 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct of
 		return stack_error(n ? n : -EFAULT, OFFWAKE_KERNEL, c);
 	s->st.nr = n / sizeof(__u64);
 	id = store_stack(s, OFFWAKE_KERNEL, c);
-	kstack_memo_remember(m, win, s, id);
+	kstack_memo_keep(m, win, s, id);
 	return id;
 }
 

@@ -54,10 +54,10 @@ void expect_each_path_its_own(const RecordRun& r) {
   }
 }
 
-// Each path's block after its first repeats a remembered walk or kernel stack, whichever path
-// came last (MEMO_WAYS, bpf-progs/walk_memo.bpf.h): the child's where it blocks, the
-// parent's where it wakes it, and the parent's own pause before each wakeup. So about three
-// replays a block of the workload's truth, 10% spared for stacks not taken where they repeat.
+// Each path's block after its first repeats a remembered walk, whichever path came last
+// (MEMO_WAYS, bpf-progs/walk_memo.bpf.h): the child's where it blocks, the parent's where it
+// wakes it, and the parent's own pause before each wakeup. So about three replays a block of
+// the workload's truth, 10% spared for walks not made where they repeat.
 void expect_three_replays_a_block(uint64_t replayed, const RecordRun& r) {
   uint64_t blocks = 0;
   for (const Truth& t : r.truth) blocks += t.count;
@@ -120,9 +120,9 @@ TEST(KernelMemo, ReplayedKernelStacksKeepEachBlocksOwnPath) {
       EXPECT_EQ(w->has_frame("unix_stream_sendmsg"), !pipe) << t.function;
     }
   }
-  // Else this test would not test replays. With one stack a site (before), a block on the
-  // other path than the last missed both: 241 of 482 here.
-  expect_three_replays_a_block(replayed_kernel_stacks(r.record.err), r);
+  // Else this test would not test replays: about half the blocks repeat the last one's path,
+  // each with two kernel stacks.
+  EXPECT_GE(replayed_kernel_stacks(r.record.err), 100u) << r.record.err;
 }
 
 }  // namespace
