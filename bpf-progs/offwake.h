@@ -301,6 +301,8 @@ struct offwake_counters {
 	__u64 kernel_stacks_replayed; /* kernel stacks (counted in stack_captures) that repeated
 	                             * the thread's last one from the same place, their frames
 	                             * found at their places, not unwound again (kernel_memo.bpf.h) */
+	__u64 kernel_replays_checked; /* --check-replays: replayed kernel stacks unwound as well */
+	__u64 kernel_replays_wrong; /* ... whose unwind differed from the replay */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every
@@ -332,6 +334,9 @@ struct offwake_config {
 	                            * Linux 6.18), not by a program on every system call exit */
 	__u32 unwind_tables;       /* user stacks by the unwind tables of .eh_frame (unwind_row.h),
 	                            * with frame pointers where a pc has none (--user-walker=auto) */
+	__u32 check_replays;       /* every kernel stack the memo replays (kernel_memo.bpf.h) is
+	                            * unwound as well, and counted if it differs: a check of the
+	                            * memo, at the cost it saves */
 	__u32 user_rseq;           /* lazily, a thread with rseq has its deferred user stack walked
 	                            * by the rseq_update program on its way back to user space
 	                            * (no task work to schedule); others as user_task_work says */

@@ -58,11 +58,11 @@ static __always_inline __u32 memo_site(__u64 user_pc)
 	return (__u32)((user_pc * 0x9E3779B97F4A7C15ull) >> 62) & (MEMO_SITES - 1);
 }
 
-/* Walks per role and site: the last MEMO_WAYS, the newest replayed first and the oldest
+/* Memos per role and site: the last MEMO_WAYS, the newest checked first and the oldest
  * replaced. A thread may enter the kernel from one place by two ways: a server's loop that
- * waits in one function called from two places. Kernel stacks keep one a site
- * (kernel_memo.bpf.h): their check is not a proof (a stale return address left in a frame
- * can match), and a second stack to check doubled its chances. */
+ * waits in one function called from two places (user walks), a send that wakes a reader
+ * blocked in recv or one in epoll_wait (kernel stacks). The rule of user walks here and of
+ * kernel stacks (kernel_memo.bpf.h). */
 #define MEMO_WAYS 2
 
 static __always_inline __u32 memo_newest(__u32 newest)

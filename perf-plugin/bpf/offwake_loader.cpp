@@ -75,6 +75,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.kernel_user_walker = o.kernel_user_walker;
   cfg.unwind_tables = cfg_unwind_tables(o);
   cfg.sched_frames = o.sched_frames;
+  cfg.check_replays = o.check_replays;
   cfg.user_task_work = task_work;
   cfg.user_rseq = rseq;
   cfg.user_stack_limit = o.user_stack_limit;

@@ -59,6 +59,9 @@ struct LoaderOptions : BlockFilters {
   // functions (.sched.text: schedule, mutex_lock, down_read, io_schedule, ...). Always
   // eager: the stack is gone once the task runs again.
   bool sched_frames = false;
+  // Every kernel stack the memo replays is unwound as well, and counted if it differs
+  // (kernel_memo.bpf.h): a check of the memo, at the cost it saves.
+  bool check_replays = false;
   uint64_t user_stack_limit = 8u << 20;  // a user frame lies within this much above the sp
 
   // Map sizes. The stack store, as large as the stack_trace map, takes the stacks the

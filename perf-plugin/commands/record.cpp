@@ -67,6 +67,9 @@ int cmd_record(const std::vector<std::string>& args) {
       flag_option(0, "eager", &o.eager, "take every stack at once, even for blocks the filters drop"),
       flag_option(0, "sched-frames", &o.sched_frames,
                   "keep the scheduler's own frames (mutex_lock, io_schedule, ...) in blocked kernel stacks"),
+      flag_option(0, "check-replays", &o.check_replays,
+                  "unwind every kernel stack replayed from a thread's last ones as well, and count those that "
+                  "differ (a check; costs what replays save)"),
       string_option(0, "user-walker", "auto|fp|kernel", &o.user_walker,
                     "who walks user stacks: .eh_frame unwind tables, frame pointers elsewhere (auto, default); "
                     "frame pointers only (fp); bpf_get_stackid() (kernel)"),

@@ -32,7 +32,7 @@ namespace offwake {
 
 std::string bpf_only_option(const RecordOptions& o) {
   if (o.chain_depth > 1) return "--chain-depth";
-  for (const char* name : {"--eager", "--user-walker", "--unwind-memory", "--cgroup", "--stack-storage-size", "--map-size",
+  for (const char* name : {"--eager", "--check-replays", "--user-walker", "--unwind-memory", "--cgroup", "--stack-storage-size", "--map-size",
                            "--process-map-size", "--ringbuf-size"})
     if (o.given.count(name)) return name;
   return "";
@@ -283,6 +283,7 @@ bpf::LoaderOptions Recorder::loader_options() const {
   lo.max_tgids = static_cast<uint32_t>(opt_.process_entries);
   lo.eager = opt_.eager;
   lo.sched_frames = opt_.sched_frames;
+  lo.check_replays = opt_.check_replays;
   lo.kernel_user_walker = opt_.user_walker == "kernel";
   lo.unwind_tables = opt_.user_walker == "auto" && kUnwindTablesHere;
   lo.unwind_rows = static_cast<uint32_t>((opt_.unwind_memory_mb << 20) / sizeof(offwake_unwind_row));

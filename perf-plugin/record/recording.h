@@ -32,7 +32,7 @@ struct RecordOptions {
   double duration = 0;
   uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0, process_entries = 65536;
   // When and how stacks are taken (see bpf::LoaderOptions).
-  bool eager = false, sched_frames = false;
+  bool eager = false, sched_frames = false, check_replays = false;
   std::string user_walker = "auto";
   uint64_t unwind_memory_mb = 64;
   bool verbose = false, quiet = false;

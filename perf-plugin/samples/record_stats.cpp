@@ -64,6 +64,8 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"user_task_work_runs", c.user_work_runs},
       {"user_task_work_ns", c.user_work_ns},
       {"kernel_stacks_replayed", c.kernel_stacks_replayed},
+      {"kernel_replays_checked", c.kernel_replays_checked},
+      {"kernel_replays_wrong", c.kernel_replays_wrong},
       {"sample_stacks", sample_stacks},
       {"tracking_records_skipped", tracking_undecodable},
       {"on_cpu_samples", on_cpu_samples},
@@ -257,6 +259,11 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           "at the stop (counted up to it) ]\n",
           u(c.missed_wakeups), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
           u(c.untraced_switches), u(c.still_blocked));
+  if (c.kernel_replays_checked)
+    fprintf(out,
+            "[ perf offwake record: --check-replays: %llu replayed kernel stacks unwound as well, %llu of them "
+            "different ]\n",
+            u(c.kernel_replays_checked), u(c.kernel_replays_wrong));
   print_sampling_summary(out, "record", s);
   print_user_unwind_summary(out, "record", s.user_unwind);
   uint64_t walks = 0;
