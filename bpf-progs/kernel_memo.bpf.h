@@ -26,8 +26,8 @@
  * in; MEMO_WAKER: its stack as it wakes another), MEMO_SITES of each, chosen by the user pc
  * the thread entered the kernel from, each of MEMO_WAYS stacks, in task storage, 8 KiB a
  * thread. Two ways, not one: on pgbench at --sample-period 1000, 18% of kernel stacks were
- * unwound with one stack a site, 6 to 7% with two (each unwind about 10 us here). A stack deeper than
- * KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
+ * unwound with one stack a site, 6 to 7% with two (each unwind about 10 us here). A stack
+ * deeper than KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
 #ifndef OFFWAKE_KERNEL_MEMO_BPF_H
 #define OFFWAKE_KERNEL_MEMO_BPF_H
 
@@ -344,7 +344,6 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct of
 	struct kstack_window *win = bpf_map_lookup_elem(&kstack_windows, &slot);
 	struct kstack_memo_set *m;
 	__s64 id;
-	long n;
 
 	if (!s || !win)
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
@@ -360,18 +359,11 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct of
 	id = kstack_memo_lookup(m, win);
 	if (id >= 0) {
 		COUNT(c, kernel_stacks_replayed);
-		if (cfg.check_replays) {
-			n = bpf_get_stack(ctx, s->st.ips, frames_to_bytes(), cfg.kernel_stack_skip & BPF_F_SKIP_FIELD_MASK);
-			s->st.nr = n > 0 ? n / sizeof(__u64) : 0;
-			count_replay_check(c, id, n > 0 ? store_stack(s, OFFWAKE_KERNEL, 0) : -1);
-		}
+		if (cfg.check_replays)
+			count_replay_check(c, id, unwound_kernel_stack(ctx, s, 0));
 		return id;
 	}
-	n = bpf_get_stack(ctx, s->st.ips, frames_to_bytes(), cfg.kernel_stack_skip & BPF_F_SKIP_FIELD_MASK);
-	if (n <= 0)
-		return stack_error(n ? n : -EFAULT, OFFWAKE_KERNEL, c);
-	s->st.nr = n / sizeof(__u64);
-	id = store_stack(s, OFFWAKE_KERNEL, c);
+	id = unwound_kernel_stack(ctx, s, c);
 	kstack_memo_remember(m, win, s, id);
 	return id;
 }

@@ -163,6 +163,18 @@ static __always_inline __s64 current_stack(void *ctx, __u64 flags, int half, str
 	return store_stack(s, half, c);
 }
 
+/* The current task's kernel stack, unwound with bpf_get_stack() into the stack store, from a
+ * tp_btf program (its own first frames skipped, as in current_stack). */
+static __always_inline __s64 unwound_kernel_stack(void *ctx, struct scratch *s, struct offwake_counters *c)
+{
+	long n = bpf_get_stack(ctx, s->st.ips, frames_to_bytes(), cfg.kernel_stack_skip & BPF_F_SKIP_FIELD_MASK);
+
+	if (n <= 0)
+		return stack_error(n ? n : -EFAULT, OFFWAKE_KERNEL, c);
+	s->st.nr = n / sizeof(__u64);
+	return store_stack(s, OFFWAKE_KERNEL, c);
+}
+
 /* The kernel stack of a task that is not running (blocked, or about to be switched in): it
  * has not moved since the task blocked, so it is the blocked stack. */
 static __always_inline __s64 sleeping_kernel_stack(struct task_struct *t, struct scratch *s,
