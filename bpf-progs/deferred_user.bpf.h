@@ -21,8 +21,6 @@
 /* The parked block gets user stack `user` and is emitted. */
 static __always_inline void emit_pending(struct offwake_task_block *b, __s64 user, struct offwake_counters *c)
 {
-	if (b->flags & TB_PARKED)
-		__sync_fetch_and_add(&parked, -1);
 	b->flags &= ~(TB_PENDING | TB_PARKED);
 	b->pending.user_stack_id = user;
 	chain_set_last_user(b, user); /* the parked block is the task's latest */
@@ -104,8 +102,11 @@ static __always_inline int defer_user_stack(struct task_struct *t, struct offwak
 		return 0;
 	}
 	if (!cfg.user_task_work || (cfg.user_rseq && task_has_rseq(t))) {
+		struct cpu_current *cc = this_cpu_current();
+
 		b->flags |= TB_PENDING | TB_PARKED;
-		__sync_fetch_and_add(&parked, 1);
+		if (cc)
+			cc->parked_tid = t->pid; /* t is being switched in on this CPU */
 		COUNT(c, user_parked);
 		return 1;
 	}

@@ -83,17 +83,11 @@ struct {
 	__uint(max_entries, NR_SLOTS);
 } kstack_windows SEC(".maps");
 
-/* Words of t's kernel stack from sp to its top (at most KMEMO_WORDS); 0 if sp is not in it
- * (an interrupt's stack, for one). */
-static __always_inline __u32 kstack_words_above(struct task_struct *t, __u64 sp)
+/* Words of t's kernel stack from sp to its top, at most KMEMO_WORDS; 0 if sp is not in it. */
+static __always_inline __u32 kstack_words_above(struct task_struct *t, __u64 sp, struct scratch *s)
 {
-	__u64 base = 0, words;
+	__u64 words = task_stack_words_above(t, sp, s);
 
-	/* Read as a number: the verifier would keep it a pointer to memory of no size. */
-	bpf_core_read(&base, sizeof(base), &t->stack);
-	if (!base || sp < base || sp >= base + KERNEL_STACK_SIZE || (sp & 7))
-		return 0;
-	words = (base + KERNEL_STACK_SIZE - sp) / 8;
 	return words > KMEMO_WORDS ? KMEMO_WORDS : (__u32)words;
 }
 
@@ -311,9 +305,10 @@ static __always_inline __s64 blocked_kernel_stack(struct task_struct *t, __u32 s
 	struct scratch *s;
 	__s64 id;
 
-	if (win) {
+	s = scratch_slot(slot);
+	if (win && s) {
 		win->sp = task_saved_sp(t);
-		win->avail = kstack_words_above(t, win->sp);
+		win->avail = kstack_words_above(t, win->sp, s);
 	}
 	id = kstack_memo_lookup(m, win);
 	if (id >= 0) {
@@ -322,10 +317,9 @@ static __always_inline __s64 blocked_kernel_stack(struct task_struct *t, __u32 s
 			c->kernel_stacks_replayed++;
 		}
 		if (cfg.check_replays)
-			count_replay_check(c, id, sleeping_kernel_stack(t, scratch_slot(slot), 0));
+			count_replay_check(c, id, sleeping_kernel_stack(t, s, 0));
 		return id;
 	}
-	s = scratch_slot(slot);
 	id = sleeping_kernel_stack(t, s, c);
 	kstack_memo_remember(m, win, s, id);
 	return id;
@@ -347,11 +341,8 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct of
 
 	if (!s || !win)
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
-	/* The context's address, as a number: through memory, since the verifier does no
-	 * arithmetic on a pointer to it. */
-	s->kernel_sp = (__u64)ctx;
-	win->sp = *(volatile __u64 *)&s->kernel_sp;
-	win->avail = kstack_words_above(cur, win->sp);
+	win->sp = kernel_address(s, ctx);
+	win->avail = kstack_words_above(cur, win->sp, s);
 	if (!win->avail)
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
 	m = kstack_memo_of(cur, MEMO_WAKER, 1);

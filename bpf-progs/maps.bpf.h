@@ -185,21 +185,33 @@ struct {
  * a stop taken after those would count every open block too long by that much. */
 __u64 stop_ns = 0;
 
-/* Blocks parked for their user stack until their task is on its way back to user space
- * (TB_PARKED), machine-wide: the programs there (rseq_update, sys_exit), which run on every
- * return of every task, do nothing else while there are none. */
-__s64 parked = 0;
+/* Per CPU, as offwake_switch last saw it:
+ * - tid: the task it switched to. A switch-out of another task means switches went by
+ *   untraced: on some platforms (seen on a paravirtualised guest) the kernel runs no BPF
+ *   program while certain tasks are current, nor in interrupts taken on them.
+ * - parked_tid: that task, if its block was parked for its user stack (TB_PARKED) as it was
+ *   switched in, else 0. A block is parked only there, and its task gets it back on its way to
+ *   user space on this CPU, or is switched out first (which emits it): so the programs on that
+ *   way (rseq_update, sys_exit), which run on every return of every task, have nothing to do
+ *   for a task switched in traced that this does not name, and no task storage to look up. */
+struct cpu_current {
+	__u32 tid;
+	__u32 parked_tid;
+};
 
-/* The task this CPU last switched to, as seen by offwake_switch. A switch-out of another task
- * means switches went by untraced: on some platforms (seen on a paravirtualised guest) the
- * kernel runs no BPF program while certain tasks are current, nor in interrupts taken on
- * them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct cpu_current);
 	__uint(max_entries, 1);
 } cpu_current SEC(".maps");
+
+static __always_inline struct cpu_current *this_cpu_current(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpu_current, &zero);
+}
 
 static __always_inline struct offwake_counters *cpu_counters(void)
 {

@@ -150,18 +150,19 @@ int BPF_PROG(offwake_switch, _Bool preempt, struct task_struct *prev, struct tas
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 zero = 0, *last;
+	struct cpu_current *cc;
 
 	if (stopped(now))
 		return 0;
-	last = bpf_map_lookup_elem(&cpu_current, &zero);
-	if (last) {
-		if (*last && *last != (__u32)prev->pid) {
+	cc = this_cpu_current();
+	if (cc) {
+		if (cc->tid && cc->tid != (__u32)prev->pid) {
 			struct offwake_counters *c = cpu_counters();
 
 			COUNT(c, untraced_switches);
 		}
-		*last = next->pid;
+		cc->tid = next->pid;
+		cc->parked_tid = 0; /* switch_in() names next if it parks its block */
 	}
 	/* The idle task (pid 0) never blocks and has no task storage. */
 	if (prev->pid)
@@ -197,7 +198,10 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	__u32 irq, on_cpu;
 	int early;
 
-	if (!task_wanted(p) || stopped(bpf_ktime_get_ns()))
+	if (!task_wanted(p))
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (stopped(now))
 		return 0;
 	c = cpu_counters();
 	if (!wakee_blocked(p)) {
@@ -215,7 +219,6 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		clear_waker(b);
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
 	so_far = on_cpu ? 0 : now - b->block_ts;
 	/* The length at which the block is kept. A wakeup on the way in comes before its block
 	 * has drawn its sampling threshold: taken as above zero then, as it nearly always is. */
@@ -229,7 +232,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	if (lazy() && !early && !duration_kept(so_far, keep))
 		return 0;
 
-	irq = irq_context();
+	irq = irq_context(ctx, scratch_slot(SLOT_WAKING));
 	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK : waker_kernel_stack(ctx, SLOT_WAKING, c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
@@ -269,18 +272,27 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	return 0;
 }
 
+/* Whether the current task, on its way back to user space, may have something to do there:
+ * a parked block, or a switch-in the switch program did not see (walk_for_untraced_switch_in).
+ * Neither, if this CPU's last traced switch was to it and parked nothing (cpu_current): the
+ * common case, told from per-CPU memory alone. */
+static __always_inline int returning_task_has_work(const struct cpu_current *cc, struct task_struct *cur)
+{
+	return !cc || cc->tid != (__u32)cur->pid || cc->parked_tid == (__u32)cur->pid;
+}
+
 /* The current task is on its way back to user space with its user registers as they were
  * when it blocked: a parked block gets its user stack. */
-static __always_inline void emit_parked(void *ctx, __u32 slot)
+static __always_inline void emit_parked(void *ctx, __u32 slot, struct cpu_current *cc, struct task_struct *cur)
 {
 	struct offwake_task_block *b;
 	struct offwake_counters *c;
 
-	if (!parked)
-		return;
-	b = task_block(bpf_get_current_task_btf());
+	b = task_block(cur);
 	if (!b || !(b->flags & TB_PARKED))
 		return;
+	if (cc && cc->parked_tid == (__u32)cur->pid)
+		cc->parked_tid = 0;
 	c = cpu_counters();
 	emit_pending(b, current_user_stack(ctx, slot, c), c);
 }
@@ -291,13 +303,11 @@ static __always_inline void emit_parked(void *ctx, __u32 slot)
  * stack deferred for it is walked now, unless the block is sure to be dropped; the block
  * itself is ended at the task's next switch-out (end_missed_block), which would otherwise
  * find its user stack gone. */
-static __always_inline void walk_for_untraced_switch_in(void *ctx)
+static __always_inline void walk_for_untraced_switch_in(void *ctx, const struct cpu_current *cc, struct task_struct *cur)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
 	struct offwake_task_block *b;
-	__u32 zero = 0, *last = bpf_map_lookup_elem(&cpu_current, &zero);
 
-	if (!last || *last == (__u32)cur->pid)
+	if (!cc || cc->tid == (__u32)cur->pid)
 		return;
 	b = task_block(cur);
 	if (!b || !b->block_ts || !(b->flags & TB_DEFER_USER) || missed_block_dropped(b, bpf_ktime_get_ns()))
@@ -311,8 +321,13 @@ static __always_inline void walk_for_untraced_switch_in(void *ctx)
 SEC("tp_btf/rseq_update")
 int BPF_PROG(offwake_rseq_return, struct task_struct *t)
 {
-	emit_parked(ctx, SLOT_RETURN);
-	walk_for_untraced_switch_in(ctx);
+	struct cpu_current *cc = this_cpu_current();
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	if (!returning_task_has_work(cc, cur))
+		return 0;
+	emit_parked(ctx, SLOT_RETURN, cc, cur);
+	walk_for_untraced_switch_in(ctx, cc, cur);
 	return 0;
 }
 
@@ -321,7 +336,11 @@ int BPF_PROG(offwake_rseq_return, struct task_struct *t)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
 {
-	emit_parked(ctx, SLOT_SYSCALL);
+	struct cpu_current *cc = this_cpu_current();
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	if (returning_task_has_work(cc, cur))
+		emit_parked(ctx, SLOT_SYSCALL, cc, cur);
 	return 0;
 }
 

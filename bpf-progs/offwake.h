@@ -365,8 +365,8 @@ struct offwake_stored_stack {
                               * scheduler: it belongs to the block that switch-out starts */
 #define OFFWAKE_TB_DEFER_USER 0x4u   /* the open block's user stack is walked when the task returns to user space */
 #define OFFWAKE_TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
-#define OFFWAKE_TB_PARKED 0x10u      /* ... counted in `parked`: a program on the task's way back to
-                              * user space (rseq_update, sys_exit) walks it, not a task work */
+#define OFFWAKE_TB_PARKED 0x10u      /* ... named by its CPU (cpu_current.parked_tid): a program on the task's
+                              * way back to user space (rseq_update, sys_exit) walks it, not a task work */
 
 /* What a task left behind when it blocked, and who woke it: the value of the task_blocks
  * task storage map. Shared so that tests can set a task's state from user space. */

@@ -12,6 +12,26 @@
 
 #include "maps.bpf.h"
 
+/* A kernel address as a number: through this CPU's scratch slot `s`, since the verifier does
+ * no arithmetic on the pointers such addresses come in (to the program's context, to memory
+ * of no size). */
+static __always_inline __u64 kernel_address(struct scratch *s, const void *p)
+{
+	s->kernel_sp = (__u64)p;
+	return *(volatile __u64 *)&s->kernel_sp;
+}
+
+/* Words of t's kernel stack from sp to its top; 0 if sp is not in it (an interrupt's stack,
+ * for one). */
+static __always_inline __u64 task_stack_words_above(struct task_struct *t, __u64 sp, struct scratch *s)
+{
+	__u64 base = kernel_address(s, t->stack);
+
+	if (!base || sp < base || sp >= base + KERNEL_STACK_SIZE || (sp & 7))
+		return 0;
+	return (base + KERNEL_STACK_SIZE - sp) / 8;
+}
+
 static __always_inline int frames_to_bytes(void)
 {
 	__u32 depth = cfg.stack_depth;
