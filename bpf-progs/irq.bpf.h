@@ -7,7 +7,6 @@
 
 #include "block_rules.h"
 #include "maps.bpf.h"
-#include "stacks.bpf.h"
 
 /* This CPU's preempt_count, found from the current task's runqueue (a static per-CPU
  * variable like preempt_count itself, at a distance the loader finds in the kernel's BTF:
@@ -33,21 +32,15 @@ static __always_inline long preempt_count(void)
 	return pc;
 }
 
-/* Which interrupt context, if any, the current code runs in (OFFWAKE_WAKER_* bits), from a
- * tp_btf program's context `ctx` (the tracepoint's arguments, in the kernel's frame) and a
- * scratch slot of this CPU's. A task that is not a kernel thread, on its own kernel stack,
- * runs in its own context: x86-64 and arm64 run interrupts, and softirqs, on the CPU's
- * interrupt stack, and the only task that runs softirqs on its own stack, ksoftirqd, is a
- * kernel thread (as are a PREEMPT_RT kernel's interrupt threads). That check is a few loads;
- * preempt_count() a helper call, a third of an early wakeup's time on pgbench. */
-static __always_inline __u32 irq_context(void *ctx, struct scratch *s)
+/* Which interrupt context, if any, the current code runs in (OFFWAKE_WAKER_* bits). Only
+ * preempt_count() tells: the stack the code runs on does not. x86-64 runs an interrupt that
+ * came from user space on the interrupted task's own kernel stack (the CPU's interrupt stack
+ * only for one from kernel mode), where a system call of that task runs too; a variant that
+ * took every user thread on its own stack for task context named the interrupted thread as
+ * the waker of timer wakeups (a CI run of 39fe72a). */
+static __always_inline __u32 irq_context(void)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
-	long pc;
-
-	if (s && !(cur->flags & PF_KTHREAD) && task_stack_words_above(cur, kernel_address(s, ctx), s))
-		return 0;
-	pc = preempt_count();
+	long pc = preempt_count();
 
 	if (pc < 0)
 		return OFFWAKE_WAKER_IRQ_UNKNOWN;

@@ -232,7 +232,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	if (lazy() && !early && !duration_kept(so_far, keep))
 		return 0;
 
-	irq = irq_context(ctx, scratch_slot(SLOT_WAKING));
+	irq = irq_context();
 	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK : waker_kernel_stack(ctx, SLOT_WAKING, c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */

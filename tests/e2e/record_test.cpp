@@ -95,6 +95,27 @@ TEST(Record, TimerSleepWokenByHardirq) {
   }
 }
 
+// The same sleep with a user-space spinner on its CPU: the timer interrupt that wakes it comes
+// in on the spinner while it runs in user space, and x86-64 runs such an interrupt on the
+// interrupted task's own kernel stack, as it runs that task's system calls. The waker is still
+// the interrupt, not the spinner (a build that took a user thread on its own stack for task
+// context named the spinner).
+TEST(Record, TimerWakeupThatInterruptsUserSpaceIsHardirq) {
+  TempDir dir;
+  auto r = record(dir, "-- taskset -c 0 sh -c \"sh -c 'while :; do :; done' & s=\\$!; " + kWorkloads +
+                           "wl_sleep; kill \\$s\"");
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
+  const Truth& t = r.truth[0];
+  Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
+  expect_truth_blocks(b);
+  ASSERT_FALSE(b.wakers.empty());
+  for (const ScriptSample* w : b.wakers) {
+    EXPECT_EQ(w->comm, "[hardirq]") << "waker " << w->comm << " tid " << w->tid;
+    EXPECT_TRUE(w->has_frame("hrtimer_wakeup")) << "waker " << w->comm << " tid " << w->tid;
+  }
+}
+
 TEST(Record, PipeOutputReadByPerfScriptAndReport) {
   TempDir dir;
   auto rec = run(kOffwake + " record -o - -- " + kWorkloads + "wl_condvar > " + dir.file("stream"));

@@ -262,7 +262,8 @@ void expect_sampled(const TwoRecordings& r, const std::string& what, bool agains
 }
 
 // The acceptance run: 5 s of short blocks, sampled at 500 us, each thread within 6%. The exact
-// recording beside it is within 2% of the workload's measures, every block counted.
+// recording beside it is within 2% of the workload's measures, every block counted
+// but for those the kernel traced no switch for (below).
 TEST(Sampling, SampledTotalsAreTrueWithinSixPercentAndExactWithinTwo) {
   TempDir dir;
   TwoRecordings r = record_twice(dir, "--sample-period " + std::to_string(kPeriodUs), "5");
@@ -275,7 +276,11 @@ TEST(Sampling, SampledTotalsAreTrueWithinSixPercentAndExactWithinTwo) {
     const ThreadSum& e = exact.at(t.tid);
     expect_between_truths(e.ns, t, r.kernel, 0.02, "exact");
     // A read that found its byte (under 20 us) is no block to the workload but may have slept.
-    EXPECT_NEAR(static_cast<double>(e.blocks), static_cast<double>(t.count), 0.002 * t.count + 2)
+    // And this VM's kernel fires no sched_switch for some switches (never out of its init
+    // process's threads, about half out of the idle task): Debian perf -e sched:sched_switch
+    // missed 2 or 3 of each thread's 13,000 blocks here in a quiet 3 s, and this recorder 23
+    // to 28 of 9,600 in a CI run under load (0.3%).
+    EXPECT_NEAR(static_cast<double>(e.blocks), static_cast<double>(t.count), 0.005 * t.count + 2)
         << e.blocks << " blocks recorded, " << t.count << " in the truth";
   }
   // Wakeups this VM did not trace (a CPU leaving idle): a few blocks in a thousand here, each
