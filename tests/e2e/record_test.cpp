@@ -79,9 +79,11 @@ TEST(Record, PipeBetweenProcessesWakerInOtherProcess) {
   }
 }
 
-TEST(Record, TimerSleepWokenByHardirq) {
+// `command` runs wl_sleep, whose sleeps its timer ends: every waker of its blocks is the hard
+// interrupt, by its timer's frames, without user frames.
+void expect_timer_wakers_are_hardirq(const std::string& command) {
   TempDir dir;
-  auto r = record(dir, "-- " + kWorkloads + "wl_sleep");
+  auto r = record(dir, "-- " + command);
   expect_clean(r);
   ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
   const Truth& t = r.truth[0];
@@ -89,11 +91,14 @@ TEST(Record, TimerSleepWokenByHardirq) {
   expect_truth_blocks(b);
   ASSERT_FALSE(b.wakers.empty());
   for (const ScriptSample* w : b.wakers) {
+    SCOPED_TRACE("waker " + w->comm + " tid " + std::to_string(w->tid));
     EXPECT_EQ(w->comm, "[hardirq]");
     EXPECT_TRUE(w->has_frame("hrtimer_wakeup"));
     EXPECT_FALSE(w->has_user_frames());
   }
 }
+
+TEST(Record, TimerSleepWokenByHardirq) { expect_timer_wakers_are_hardirq(kWorkloads + "wl_sleep"); }
 
 // The same sleep with a user-space spinner on its CPU: the timer interrupt that wakes it comes
 // in on the spinner while it runs in user space, and x86-64 runs such an interrupt on the
@@ -101,19 +106,8 @@ TEST(Record, TimerSleepWokenByHardirq) {
 // the interrupt, not the spinner (a build that took a user thread on its own stack for task
 // context named the spinner).
 TEST(Record, TimerWakeupThatInterruptsUserSpaceIsHardirq) {
-  TempDir dir;
-  auto r = record(dir, "-- taskset -c 0 sh -c \"sh -c 'while :; do :; done' & s=\\$!; " + kWorkloads +
-                           "wl_sleep; kill \\$s\"");
-  expect_clean(r);
-  ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
-  const Truth& t = r.truth[0];
-  Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
-  expect_truth_blocks(b);
-  ASSERT_FALSE(b.wakers.empty());
-  for (const ScriptSample* w : b.wakers) {
-    EXPECT_EQ(w->comm, "[hardirq]") << "waker " << w->comm << " tid " << w->tid;
-    EXPECT_TRUE(w->has_frame("hrtimer_wakeup")) << "waker " << w->comm << " tid " << w->tid;
-  }
+  expect_timer_wakers_are_hardirq("taskset -c 0 sh -c \"sh -c 'while :; do :; done' & s=\\$!; " + kWorkloads +
+                                  "wl_sleep; kill \\$s\"");
 }
 
 TEST(Record, PipeOutputReadByPerfScriptAndReport) {
