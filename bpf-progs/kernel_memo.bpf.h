@@ -83,11 +83,15 @@ struct {
 	__uint(max_entries, NR_SLOTS);
 } kstack_windows SEC(".maps");
 
-/* Words of t's kernel stack from sp to its top, at most KMEMO_WORDS; 0 if sp is not in it. */
+/* Words of t's kernel stack from sp to its top (at most KMEMO_WORDS); 0 if sp is not in it
+ * (an interrupt's stack, for one). `s`: a scratch slot of this CPU's, for kernel_address(). */
 static __always_inline __u32 kstack_words_above(struct task_struct *t, __u64 sp, struct scratch *s)
 {
-	__u64 words = task_stack_words_above(t, sp, s);
+	__u64 base = kernel_address(s, t->stack), words;
 
+	if (!base || sp < base || sp >= base + KERNEL_STACK_SIZE || (sp & 7))
+		return 0;
+	words = (base + KERNEL_STACK_SIZE - sp) / 8;
 	return words > KMEMO_WORDS ? KMEMO_WORDS : (__u32)words;
 }
 

@@ -21,17 +21,6 @@ static __always_inline __u64 kernel_address(struct scratch *s, const void *p)
 	return *(volatile __u64 *)&s->kernel_sp;
 }
 
-/* Words of t's kernel stack from sp to its top; 0 if sp is not in it (an interrupt's stack,
- * for one). */
-static __always_inline __u64 task_stack_words_above(struct task_struct *t, __u64 sp, struct scratch *s)
-{
-	__u64 base = kernel_address(s, t->stack);
-
-	if (!base || sp < base || sp >= base + KERNEL_STACK_SIZE || (sp & 7))
-		return 0;
-	return (base + KERNEL_STACK_SIZE - sp) / 8;
-}
-
 static __always_inline int frames_to_bytes(void)
 {
 	__u32 depth = cfg.stack_depth;
