@@ -8,21 +8,21 @@
 #include "maps.bpf.h"
 #include "unwind_row.h"
 
+/* Kept small: it lies on the stack of the walk's global function, whose callers' frames and
+ * its own callees' add up to the verifier's 512 bytes. */
 struct walk_ctx {
 	struct scratch *s;
 	struct task_struct *task; /* another task (walk_task_frame), or the current one */
 	const struct offwake_unwind_process *proc; /* its tables; 0: frame pointers only */
 	__u64 pc, sp, bp; /* the registers of the frame last found */
 	__u64 hi;         /* the thread's stack lies below this */
-	__u32 nr;
-	__u32 depth;
-	__u32 exact;      /* pc is where the frame stopped, not a return address: the first frame,
+	__u16 nr;
+	__u16 exact;      /* pc is where the frame stopped, not a return address: the first frame,
 	                   * and the frame a signal interrupted */
-	__u32 end;        /* OFFWAKE_WALK_*, once the walk has ended */
-	__u32 table_frames, fp_frames;
-	__u32 cached;     /* the per-CPU cache of rules it may use, 0 none (unwind_cache_for()) */
-	__u32 cache_hits; /* frames whose rule came from the cache; the others were searched */
-	__u64 sp0;        /* the sp the walk started from */
+	__u16 end;        /* OFFWAKE_WALK_*, once the walk has ended */
+	__u16 table_frames, fp_frames;
+	__u16 cached;     /* the per-CPU cache of rules it may use, 0 none (unwind_cache_for()) */
+	__u16 cache_hits; /* frames whose rule came from the cache; the others were searched */
 };
 
 /* Ends the walk: a bpf_loop callback's "stop". */

@@ -90,7 +90,7 @@ static __always_inline long walk_step(struct walk_ctx *w, int other_task)
 	__u64 found;
 	__u32 rule;
 
-	if (w->nr >= w->depth)
+	if (w->nr >= cfg.stack_depth)
 		return walk_end(w, OFFWAKE_WALK_DEPTH);
 	if (w->proc) {
 		found = unwind_frame_rule(w->proc, w->pc, w->exact, w->cached);
@@ -119,6 +119,71 @@ static long walk_task_frame(__u32 i, void *data)
 	return walk_step(data, 1);
 }
 
+/* A walk's numbers: where it starts and, once walked, how it went. */
+struct walk_run {
+	__u64 pc, sp, bp; /* the registers the task entered the kernel with */
+	__u64 hi;         /* the top of the thread's stack */
+	__u32 cached;
+	__u32 nr, end, table_frames, fp_frames, cache_hits; /* the walk's outcome */
+};
+
+static __always_inline void walk_start(struct walk_ctx *w, const struct walk_run *r, struct scratch *s,
+				       const struct offwake_unwind_process *proc, struct task_struct *task)
+{
+	w->s = s;
+	w->task = task;
+	w->proc = proc;
+	w->pc = r->pc;
+	w->sp = r->sp;
+	w->bp = r->bp;
+	w->hi = r->hi;
+	w->nr = 1;
+	w->exact = 1;
+	w->end = OFFWAKE_WALK_DEPTH; /* unless a step ends it first */
+	w->cached = r->cached;
+	w->table_frames = 0;
+	w->fp_frames = 0;
+	w->cache_hits = 0;
+}
+
+static __always_inline void walk_done(struct walk_run *r, const struct walk_ctx *w)
+{
+	r->nr = w->nr;
+	r->end = w->end;
+	r->table_frames = w->table_frames;
+	r->fp_frames = w->fp_frames;
+	r->cache_hits = w->cache_hits;
+}
+
+/* The walk of the current task's user stack, frame by frame, into s->st. A global function,
+ * verified once on its own: inlined at each call site, the walk's loop was verified again
+ * under each state of the program around it, which took the waking program past the
+ * verifier's million instructions on a machine of this kind (2026-12-03, kernel 6.18.44). Its
+ * pointers are its arguments (a global function's callers pass no others): `s`, the walk's
+ * scratch, and `proc`, the process's tables (0: none). */
+__noinline int walk_current_user_stack(struct walk_run *r, struct scratch *s, const struct offwake_unwind_process *proc)
+{
+	struct walk_ctx w;
+
+	if (!r || !s)
+		return 0;
+	walk_start(&w, r, s, proc, 0);
+	bpf_loop(OFFWAKE_MAX_STACK_DEPTH, walk_frame, &w, 0);
+	walk_done(r, &w);
+	return 0;
+}
+
+/* The same for task t, not running, from a sleepable program only. */
+static __always_inline void walk_task_user_stack(struct walk_run *r, struct scratch *s,
+						 const struct offwake_unwind_process *proc, struct task_struct *t)
+{
+	struct walk_ctx w;
+
+	walk_start(&w, r, s, proc, t);
+	bpf_loop(OFFWAKE_MAX_STACK_DEPTH, walk_task_frame, &w, 0);
+	walk_done(r, &w);
+}
+
 /* Counts a walk that ended `end` with these frames: the walk made, or the one it replayed. */
 static __always_inline void count_walk(struct offwake_counters *c, __u32 end, __u32 table_frames, __u32 fp_frames)
 {
@@ -139,8 +204,9 @@ static __always_inline void count_walk(struct offwake_counters *c, __u32 end, __
 static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int other_task, struct scratch *s,
 					   __u32 cached, __u32 role, struct offwake_counters *c)
 {
+	const struct offwake_unwind_process *proc = 0;
 	struct pt_regs *regs;
-	struct walk_ctx w = {};
+	struct walk_run run = {};
 	struct walk_memo_head h = {};
 	__s64 id;
 
@@ -158,54 +224,50 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	regs = (struct pt_regs *)bpf_task_pt_regs(t);
 	if (!regs)
 		return stack_error(-EFAULT, OFFWAKE_USER, c);
-	s->st.ips[0] = regs_ip(regs);
+	run.pc = regs_ip(regs);
+	run.sp = regs_sp(regs);
+	run.bp = regs_fp(regs);
+	run.hi = run.sp + cfg.user_stack_limit;
+	run.cached = cached;
+	s->st.ips[0] = run.pc;
 	s->win_start = 0;
 	s->win_len = 0;
 	s->read.n = 0;
-	s->read.sp0 = regs_sp(regs);
-	w.s = s;
-	w.task = t;
-	w.pc = regs_ip(regs);
-	w.sp = regs_sp(regs);
-	w.bp = regs_fp(regs);
-	w.sp0 = w.sp;
-	w.hi = w.sp + cfg.user_stack_limit;
-	w.nr = 1;
-	w.depth = cfg.stack_depth;
-	w.exact = 1;
-	w.end = OFFWAKE_WALK_DEPTH; /* unless a step ends it first */
-	w.cached = cached;
+	s->read.sp0 = run.sp;
 	if (cfg.unwind_tables) {
-		w.proc = unwind_process(t);
-		if (!w.proc)
+		proc = unwind_process(t);
+		if (!proc)
 			COUNT(c, user_walk_no_tables);
 	}
 	if (role < MEMO_ROLES) {
-		h.pc = w.pc;
-		h.sp = w.sp;
-		h.bp = w.bp;
-		h.tables = w.proc ? w.proc->generation : 0;
-		id = walk_memo_replay(&h, s, w.hi, role);
+		h.pc = run.pc;
+		h.sp = run.sp;
+		h.bp = run.bp;
+		h.tables = proc ? proc->generation : 0;
+		id = walk_memo_replay(&h, s, run.hi, role);
 		if (id >= 0) {
 			count_walk(c, h.end, h.table_frames, h.fp_frames);
 			COUNT(c, user_walks_replayed);
 			return id;
 		}
 	}
-	bpf_loop(OFFWAKE_MAX_STACK_DEPTH, other_task ? walk_task_frame : walk_frame, &w, 0);
-	s->st.nr = w.nr;
-	count_walk(c, w.end, w.table_frames, w.fp_frames);
+	if (other_task)
+		walk_task_user_stack(&run, s, proc, t);
+	else
+		walk_current_user_stack(&run, s, proc);
+	s->st.nr = run.nr;
+	count_walk(c, run.end, run.table_frames, run.fp_frames);
 	if (c) {
-		c->user_unwind_cache_hits += w.cache_hits;
-		c->user_unwind_searches += w.table_frames + w.fp_frames - w.cache_hits;
+		c->user_unwind_cache_hits += run.cache_hits;
+		c->user_unwind_searches += run.table_frames + run.fp_frames - run.cache_hits;
 	}
 	id = store_stack(s, OFFWAKE_USER, c);
 	if (role < MEMO_ROLES) {
 		h.stack_id = id;
 		h.words = s->read.n;
-		h.end = w.end;
-		h.table_frames = w.table_frames;
-		h.fp_frames = w.fp_frames;
+		h.end = run.end;
+		h.table_frames = run.table_frames;
+		h.fp_frames = run.fp_frames;
 		walk_memo_keep(&h, s, role);
 	}
 	return id;

@@ -95,6 +95,7 @@ struct {
 struct replay_ctx {
 	struct walk_ctx w;          /* the reads: the scratch window and the stack's bounds */
 	const struct walk_memo *m;  /* the memo replayed */
+	__u64 sp0;                  /* the sp the walk starts from, which its words' offsets are from */
 	__u32 differs;              /* a word differs, or could not be read */
 };
 
@@ -104,7 +105,7 @@ static long replay_word(__u32 i, void *data)
 	struct replay_ctx *r = data;
 	__u64 v;
 
-	if (i >= WALK_MEMO_WORDS || stack_word(&r->w, r->w.sp0 + r->m->read.off[i], &v, 0, 0) ||
+	if (i >= WALK_MEMO_WORDS || stack_word(&r->w, r->sp0 + r->m->read.off[i], &v, 0, 0) ||
 	    v != r->m->read.val[i]) {
 		r->differs = 1;
 		return 1;
@@ -134,7 +135,7 @@ __noinline __s64 walk_memo_replay_one(const struct walk_memo *m, struct walk_mem
 		return -1;
 	r.w.s = s;
 	r.w.sp = h->sp;
-	r.w.sp0 = h->sp;
+	r.sp0 = h->sp;
 	r.w.hi = hi;
 	r.m = m;
 	bpf_loop(n, replay_word, &r, 0);
