@@ -10,7 +10,9 @@
  * - else by a task work (Linux 6.18, bpf_task_work_schedule_resume), whose scheduling costs an
  *   interrupt of its own (irq_work): 12-16 us a call on a virtual machine;
  * - else at its system call's exit (offwake_sys_exit, OFFWAKE_TB_PARKED; only blocks inside a
- *   system call are deferred then). */
+ *   system call are deferred then), where rseq_update is not used (cfg.user_sys_exit); with
+ *   it, a thread without rseq has its user stack walked at switch-out. Some 6.18 kernels have
+ *   the task work kfunc but refuse it from these programs: the loader then goes without. */
 #ifndef OFFWAKE_DEFERRED_USER_BPF_H
 #define OFFWAKE_DEFERRED_USER_BPF_H
 

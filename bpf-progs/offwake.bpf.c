@@ -104,7 +104,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 		 * than walking it here. */
 		b->flags |= TB_DEFER_USER;
 	} else {
-		struct pt_regs *regs = lazy() && !walk_at_switch_out(b->keep_ns, b->last_ns)
+		struct pt_regs *regs = lazy() && cfg.user_sys_exit && !walk_at_switch_out(b->keep_ns, b->last_ns)
 					       ? (struct pt_regs *)bpf_task_pt_regs(prev)
 					       : 0;
 

@@ -340,6 +340,11 @@ struct offwake_config {
 	__u32 user_rseq;           /* lazily, a thread with rseq has its deferred user stack walked
 	                            * by the rseq_update program on its way back to user space
 	                            * (no task work to schedule); others as user_task_work says */
+	__u32 user_sys_exit;       /* lazily, without task work nor rseq_update: a block inside a
+	                            * system call has its user stack walked at its exit (the
+	                            * offwake_sys_exit program, on every system call of the machine).
+	                            * With rseq_update but no task work, the few threads without rseq
+	                            * have theirs walked at switch-out instead */
 	__u32 chain_depth;         /* hops of wakeup chain per block, 1 .. OFFWAKE_MAX_CHAIN_DEPTH
 	                            * (1: the waker only) */
 	__u64 sample_period_ns;    /* --sample-period: time-weighted sampling (block_rules.h); 0: off */

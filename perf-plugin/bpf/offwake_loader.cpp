@@ -56,6 +56,18 @@ Error permission_hint(Error e) {
 
 bool cfg_unwind_tables(const LoaderOptions& o) { return o.unwind_tables && !o.kernel_user_walker; }
 
+bool lazy_capture(const LoaderOptions& o) {
+  return offwake_lazy_capture(o.eager, o.min_block_ns, o.max_block_ns, o.sample_period_ns);
+}
+
+// Whether deferred user stacks wait for sys_exit: lazily, without task work, and either
+// without rseq_update or when asked (sys_exit_user_stacks). With rseq_update alone, the few
+// threads without rseq have their user stacks walked at switch-out: cheaper than a program on
+// every system call of the machine.
+bool use_sys_exit(const LoaderOptions& o, bool task_work, bool rseq) {
+  return lazy_capture(o) && !task_work && (!rseq || o.sys_exit_user_stacks);
+}
+
 void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
                bool task_work, bool rseq) {
   offwake_config& cfg = s->rodata->cfg;
@@ -78,6 +90,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.check_replays = o.check_replays;
   cfg.user_task_work = task_work;
   cfg.user_rseq = rseq;
+  cfg.user_sys_exit = use_sys_exit(o, task_work, rseq);
   cfg.user_stack_limit = o.user_stack_limit;
   cfg.irq_detect = pc_from_rq.has_value();
   cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
@@ -86,9 +99,6 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   s->rodata->switch_windows = o.switch_windows && !o.timeline;
 }
 
-bool lazy_capture(const LoaderOptions& o) {
-  return offwake_lazy_capture(o.eager, o.min_block_ns, o.max_block_ns, o.sample_period_ns);
-}
 
 // The kernel's BTF (null if it cannot be loaded). A load parses all of it, about 8 ms here:
 // a caller that asks several questions loads it once.
@@ -165,44 +175,19 @@ std::optional<int64_t> preempt_count_from_runqueue(const struct btf* vmlinux) {
   return *pc - *rq;
 }
 
-Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
-  // The machine, not the options, is why the programs cannot run: the caller may take another
-  // back end. Only these failures are unavailable; the options' are usage.
+// Opens, configures and loads the programs: the skeleton, or why not (the machine's failures
+// ErrorKind::kUnavailable).
+Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
+                                          bool task_work, bool rseq) {
   auto machine = [](const Error& e) { return e.with_kind(ErrorKind::kUnavailable); };
-  if (o.user_threads_only && o.kernel_threads_only)
-    return Error::usage("user-threads-only and kernel-threads-only exclude each other", EINVAL);
-  if (o.state_mask == 0 || (o.state_mask & ~(OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I)) != 0)
-    return Error::usage("state mask must be a combination of S, D and I", EINVAL);
-  if (o.max_block_ns && o.max_block_ns < o.min_block_ns)
-    return Error::usage("max-block is below min-block", EINVAL);
-  if (o.tgids.size() > o.max_tgids) return Error::usage("more target processes than max_tgids", E2BIG);
-  if (o.follow_forks && o.tgids.empty()) return Error::usage("follow_forks needs target processes", EINVAL);
-  if (o.kernel_stack_skip > BPF_F_SKIP_FIELD_MASK) return Error::usage("kernel stack skip too large", EINVAL);
-  if (o.chain_depth < 1 || o.chain_depth > OFFWAKE_MAX_CHAIN_DEPTH)
-    return Error::usage("chain depth must be 1 to " + std::to_string(OFFWAKE_MAX_CHAIN_DEPTH), EINVAL);
   const uint32_t page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
-  if (o.timeline && (o.ringbuf_bytes < page || (o.ringbuf_bytes & (o.ringbuf_bytes - 1)) != 0))
-    return Error::usage("ring buffer size must be a power of 2 and at least one page (" +
-                            std::to_string(page) + " bytes)", EINVAL);
-  if (Status st = probe_kernel_support(); !st) return machine(st.error());
-
-  auto sysctl_depth = perf_event_max_stack();
-  if (!sysctl_depth) return sysctl_depth.error();
-  uint32_t depth = *sysctl_depth;
-  if (o.max_stack_depth != 0 && o.max_stack_depth < depth) depth = o.max_stack_depth;
-  if (depth > OFFWAKE_MAX_STACK_DEPTH) depth = OFFWAKE_MAX_STACK_DEPTH;
-
   LibbpfLogCapture log;
 
   // Open.
-  SkelPtr s(skel::offwake__open());
+  OffwakeBpf::SkelPtr s(skel::offwake__open());
   if (!s) return machine(with_log(permission_hint(Error::from_errno("opening BPF object")), log));
 
   // Configure: rodata, map sizes, which programs load.
-  const VmlinuxBtf vmlinux = load_vmlinux_btf();
-  auto pc_from_rq = preempt_count_from_runqueue(vmlinux.get());
-  const bool task_work = use_task_work(o, vmlinux.get());
-  const bool rseq = use_rseq(o, vmlinux.get());
   configure(s.get(), o, depth, pc_from_rq, task_work, rseq);
   struct {
     bpf_map* map;
@@ -238,9 +223,9 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks || cfg_unwind_tables(o));
   bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty() || lazy_capture(o));
   bpf_program__set_autoload(s->progs.offwake_rseq_return, rseq);
-  // Lazy capture without task work parks user stacks until a system call returns (a
-  // program that runs on every system call of the machine: loaded only then).
-  bpf_program__set_autoload(s->progs.offwake_sys_exit, lazy_capture(o) && !task_work);
+  // Lazy capture without task work nor rseq_update parks user stacks until a system call
+  // returns (a program that runs on every system call of the machine: loaded only then).
+  bpf_program__set_autoload(s->progs.offwake_sys_exit, use_sys_exit(o, task_work, rseq));
   bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o) || cfg_unwind_tables(o));
 
   // Load. With -v, the verifier says what each program cost it: its statistics (log level
@@ -265,7 +250,58 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
               text.substr(at, text.find('\n', at) - at).c_str());
   }
 
+  return s;
+}
+
+Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
+  // The machine, not the options, is why the programs cannot run: the caller may take another
+  // back end. Only these failures are unavailable; the options' are usage.
+  auto machine = [](const Error& e) { return e.with_kind(ErrorKind::kUnavailable); };
+  if (o.user_threads_only && o.kernel_threads_only)
+    return Error::usage("user-threads-only and kernel-threads-only exclude each other", EINVAL);
+  if (o.state_mask == 0 || (o.state_mask & ~(OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I)) != 0)
+    return Error::usage("state mask must be a combination of S, D and I", EINVAL);
+  if (o.max_block_ns && o.max_block_ns < o.min_block_ns)
+    return Error::usage("max-block is below min-block", EINVAL);
+  if (o.tgids.size() > o.max_tgids) return Error::usage("more target processes than max_tgids", E2BIG);
+  if (o.follow_forks && o.tgids.empty()) return Error::usage("follow_forks needs target processes", EINVAL);
+  if (o.kernel_stack_skip > BPF_F_SKIP_FIELD_MASK) return Error::usage("kernel stack skip too large", EINVAL);
+  if (o.chain_depth < 1 || o.chain_depth > OFFWAKE_MAX_CHAIN_DEPTH)
+    return Error::usage("chain depth must be 1 to " + std::to_string(OFFWAKE_MAX_CHAIN_DEPTH), EINVAL);
+  const uint32_t page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+  if (o.timeline && (o.ringbuf_bytes < page || (o.ringbuf_bytes & (o.ringbuf_bytes - 1)) != 0))
+    return Error::usage("ring buffer size must be a power of 2 and at least one page (" +
+                            std::to_string(page) + " bytes)", EINVAL);
+  if (Status st = probe_kernel_support(); !st) return machine(st.error());
+
+  auto sysctl_depth = perf_event_max_stack();
+  if (!sysctl_depth) return sysctl_depth.error();
+  uint32_t depth = *sysctl_depth;
+  if (o.max_stack_depth != 0 && o.max_stack_depth < depth) depth = o.max_stack_depth;
+  if (depth > OFFWAKE_MAX_STACK_DEPTH) depth = OFFWAKE_MAX_STACK_DEPTH;
+
+  const VmlinuxBtf vmlinux = load_vmlinux_btf();
+  const auto pc_from_rq = preempt_count_from_runqueue(vmlinux.get());
+  const bool rseq = use_rseq(o, vmlinux.get());
+  bool task_work = use_task_work(o, vmlinux.get());
+  auto loaded = open_and_load(o, depth, pc_from_rq, task_work, rseq);
+  // Some 6.18 kernels have the task work kfunc but refuse it to a tracepoint program ("sleepable
+  // callback in a program that is not sleepable"): the programs are then loaded as for a kernel
+  // without it (use_sys_exit()). Said with -v, and kept (task_work_refused()).
+  bool task_work_refused = false;
+  if (!loaded && task_work && loaded.error().kind() == ErrorKind::kUnavailable) {
+    if (libbpf_verbosity() >= 1)
+      fprintf(stderr, "perf offwake: this kernel refuses task work to the scheduler programs: deferred user "
+                      "stacks are walked at rseq_update, else at switch-out or sys_exit\n");
+    task_work = false;
+    task_work_refused = true;
+    loaded = open_and_load(o, depth, pc_from_rq, task_work, rseq);
+  }
+  if (!loaded) return loaded.error();
+  SkelPtr s = std::move(loaded).value();
+
   OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), pc_from_rq.has_value(), lazy_capture(o));
+  bpf.task_work_refused_ = task_work_refused;
   if (o.timeline) {
     auto reader = EventReader::open(bpf.events_map_fd());
     if (!reader) return reader.error();

@@ -45,8 +45,10 @@ struct LoaderOptions : BlockFilters {
   uint32_t unwind_processes = 8192;        // processes with tables at once
   // Lazily, deferred user stacks are walked by a task work on the task's way back to user
   // space (Linux 6.18's bpf_task_work_schedule_resume), or where that kfunc is missing (or
-  // with kernel_user_walker, whose helper needs a program context) only for blocks inside
-  // a system call, by a program on every sys_exit. This forces the sys_exit way (tests).
+  // with kernel_user_walker, whose helper needs a program context, or where the kernel
+  // refuses it to these programs) only for blocks inside a system call, by a program on every
+  // sys_exit, unless rseq_update serves (then threads without rseq are walked at switch-out).
+  // This forces the sys_exit way (tests).
   bool sys_exit_user_stacks = false;
   // Lazily, a thread that registered rseq (every glibc thread) has its deferred user stack
   // walked by a program on the rseq_update tracepoint, which the kernel fires on each of its
@@ -174,12 +176,16 @@ class OffwakeBpf {
   // Whether interrupt-context wakers can be told apart on this kernel (x86: preempt_count
   // located through vmlinux BTF). Without it wakers carry OFFWAKE_WAKER_IRQ_UNKNOWN.
   bool irq_detection() const { return irq_detection_; }
+  // Lazily: whether this kernel refused the task work (it has the kfunc, but not for the
+  // scheduler's programs): deferred user stacks are then walked at sys_exit and rseq_update.
+  bool task_work_refused() const { return task_work_refused_; }
 
- private:
   struct SkelDeleter {
     void operator()(skel::offwake* skel) const;
   };
   using SkelPtr = std::unique_ptr<skel::offwake, SkelDeleter>;
+
+ private:
 
   OffwakeBpf(SkelPtr skel, uint32_t stack_depth, bool filter_tgids, bool irq_detection, bool lazy)
       : skel_(std::move(skel)),
@@ -194,6 +200,7 @@ class OffwakeBpf {
   bool filter_tgids_;
   bool irq_detection_;
   bool lazy_;
+  bool task_work_refused_ = false;
 };
 
 // Whether this kernel can run a BPF callback on a task's way back to user space

@@ -20,6 +20,7 @@ struct Capture {
   std::optional<StackTraceMap> stacks;
   bool task_work = false;  // deferred user stacks were taken by task work
   bool rseq = false;       // ... or, for threads with rseq, at rseq_update
+  bool task_work_refused = false;  // the kernel has task work, but refused it to our programs
 };
 
 // Runs `workload` once under each of `options` (all attached at once, following the
@@ -55,6 +56,7 @@ inline void run_captures(const std::string& workload, const std::vector<std::str
     c.stacks.emplace(std::move(stacks).value());
     c.task_work = b.user_task_work();
     c.rseq = b.user_rseq();
+    c.task_work_refused = b.task_work_refused();
     out->push_back(std::move(c));
   }
 }
