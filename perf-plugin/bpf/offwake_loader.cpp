@@ -291,8 +291,9 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   bool task_work_refused = false;
   if (!loaded && task_work && loaded.error().kind() == ErrorKind::kUnavailable) {
     if (libbpf_verbosity() >= 1)
-      fprintf(stderr, "perf offwake: this kernel refuses task work to the scheduler programs: deferred user "
-                      "stacks are walked at rseq_update, else at switch-out or sys_exit\n");
+      fprintf(stderr, "perf offwake: the load above failed with task work, which this kernel may refuse to the "
+                      "scheduler programs: loading again without it (deferred user stacks are then "
+                      "walked at rseq_update, else at switch-out or sys_exit)\n");
     task_work = false;
     task_work_refused = true;
     loaded = open_and_load(o, depth, pc_from_rq, task_work, rseq);
