@@ -331,8 +331,8 @@ int BPF_PROG(offwake_rseq_return, struct task_struct *t)
 	return 0;
 }
 
-/* Lazy capture without task work: a task returns from a system call with its user registers
- * as they were when it blocked inside it. */
+/* Lazy capture without task work nor rseq_update (cfg.user_sys_exit; loaded only then): a task
+ * returns from a system call with its user registers as they were when it blocked inside it. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(offwake_sys_exit, struct pt_regs *regs, long ret)
 {
