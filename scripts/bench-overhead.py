@@ -31,10 +31,19 @@ Ctrl-C too; the package's own "main" cluster is not touched. Its table, per tran
   switches/txn        context switches of the whole machine (/proc/stat ctxt) per transaction
 and per BPF program: us per run (run_time_ns / run_cnt) and runs per transaction.
 
+Then, since pgbench's TPS drifts between runs by more than a tracer costs, each tracer's TPS
+again within one pgbench run (scripts/bench_windows.py): untraced for a window, then
+--pgbench-windows times (6) attached for a window and detached for one, of
+--pgbench-window-seconds (6) each, with pgbench reporting its TPS every second. Each traced
+window's TPS over the mean of the untraced windows on either side, median of windows, and the
+BPF us/txn within the traced windows. 0 windows skips this.
+
 Tracers (--tracers; all by default): perf offwake with no filter and with several options,
 bpftrace with the same four stacks, perf 6.12 record --off-cpu -e dummy (one user stack, no
 waker, no on-CPU samples; built by scripts/build-perf612.sh), Debian perf recording the
-scheduler tracepoints. --offwake-mode LABEL='ARGS' adds perf offwake with any options.
+scheduler tracepoints, and a control: Debian perf recording a dummy event, started and stopped
+like the others at next to no cost, which shows what the comparison gives with no cost behind
+it (ideally 1.00). --offwake-mode LABEL='ARGS' adds perf offwake with any options.
 
 Then, for perf offwake (and each --baseline), the time from SIGINT to a complete file holding
 ~100,000 aggregated keys, and the recorder's peak RSS.
@@ -60,6 +69,7 @@ import tempfile
 import time
 
 from bench_postgres import PgCluster, PgError, client_env, find_bin_dir, parse_pgbench
+from bench_windows import cycle_ratios, parse_progress, summary, window_tps
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
@@ -301,7 +311,7 @@ class Tracer:
 
 
 TRACER_KEYS = ["offwake", "fp", "min-block", "user", "timeline", "chain4", "tracepoint", "bpftrace4", "bpftrace-floor",
-               "offcpu", "perf"]
+               "offcpu", "perf", "control"]
 # Options that baselines (older perf-offwake binaries) may not have: their rows are skipped.
 NEW_OFFWAKE_KEYS = {"chain4", "tracepoint", "fp"}
 
@@ -339,16 +349,22 @@ def make_tracers(args, offwakes):
             tracers.append(Tracer(f"bpftrace {script}", "bpf", [bpftrace, "-o", "{OUT}", path]))
     if "offcpu" in want:
         tracers += perf_off_cpu_tracer(args.perf612)
-    if "perf" in want:
+    if want & {"perf", "control"}:
         perf = shutil.which(args.perf)
         if not perf:
             print("perf not installed: apt-get install linux-perf", flush=True)
         else:
             version = subprocess.run([perf, "--version"], capture_output=True, text=True).stdout.split()
             v = re.sub(r"^(\d+\.\d+).*", r"\1", version[-1]) if version else "?"
-            tracers.append(Tracer(f"perf {v} record -g sched", "perf",
-                                  [perf, "record", "-a", "-g", "-q", "-e", "sched:sched_switch",
-                                   "-e", "sched:sched_waking", "-o", "{OUT}"]))
+            if "perf" in want:
+                tracers.append(Tracer(f"perf {v} record -g sched", "perf",
+                                      [perf, "record", "-a", "-g", "-q", "-e", "sched:sched_switch",
+                                       "-e", "sched:sched_waking", "-o", "{OUT}"]))
+            if "control" in want:
+                # Started and stopped like a tracer, but recording nothing of note: what the
+                # comparison itself gives, with no cost behind it (ideally 1.00).
+                tracers.append(Tracer(f"control: perf {v} record -e dummy", "perf",
+                                      [perf, "record", "-a", "-q", "-e", "dummy", "-o", "{OUT}"]))
     return tracers
 
 
@@ -519,6 +535,16 @@ class RunningTracer:
             raise BenchError(f"{self.tracer.label}: {describe_exit(status)}: {tail(self.err)}")
         return time.monotonic() - t0, status, ru
 
+    def close(self):
+        """After stop(), or instead of it on an error: a tracer still running is stopped (its
+        failure ignored), and its files go."""
+        if self.p.pid in LIVE:
+            try:
+                self.stop(30)
+            except BenchError:
+                pass
+        self.remove_files()
+
     def remove_files(self):
         for f in (self.out, self.out + ".old", self.err):
             if os.path.exists(f):
@@ -560,12 +586,7 @@ def one_run(tracer, workload, tmp, n, args):
             except BenchError as e:
                 stop_error = str(e)
         finally:
-            if rt.p.pid in LIVE:
-                try:
-                    rt.stop(30)
-                except BenchError:
-                    pass
-            rt.remove_files()
+            rt.close()
         # Per program, during the workload: (run_time_ns, run_cnt).
         progs = {name: (b1[name][0] - t, b1[name][1] - c) for name, (t, c) in b0.items() if name in b1}
         bpf = tracer.kind == "bpf"
@@ -716,6 +737,119 @@ def print_pgbench_table(args, workload, tracers, results):
     print("Per BPF program during pgbench: us/run = run_time_ns / run_cnt, runs/txn = run_cnt / transactions, "
           "us/txn = run_time_ns / transactions (medians of rounds; programs that ran).")
     print_table(["tracer", "program", "us/run", "runs/txn", "us/txn"], program_rows(tracers, results), left=2)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# pgbench's TPS in windows of one run (bench_windows.py says why).
+
+def window_runs(args, cluster, tracers, tmp):
+    """For each tracer, one pgbench run with a progress report a second: untraced for a window,
+    then args.pgbench_windows times the tracer attached for a window and detached for one.
+    Returns label -> {"ratios": cycle_ratios(), "bpf": BPF us/txn of each traced window}."""
+    out = {}
+    w = args.pgbench_window_seconds
+    for t in tracers:
+        if t.kind == "none" or t.failure:
+            continue
+        try:
+            out[t.label] = one_window_run(args, cluster, t, tmp, w)
+        except BenchError as e:
+            log(f"FAILED windows of {t.label}: {e}")
+            out[t.label] = {"failure": str(e)}
+    return out
+
+
+def one_window_run(args, cluster, t, tmp, w):
+    cycles = args.pgbench_windows
+    # Long enough for every window, with a minute per cycle for a tracer to start and stop;
+    # stopped by a signal once the last untraced window is over.
+    seconds = (cycles + 1) * w + cycles * 60 + 10
+    argv = cluster.pgbench_argv(seconds, args.pgbench_clients, args.pgbench_threads) + ["-P", "1", "--progress-timestamp"]
+    err_path = os.path.join(tmp, "windows.err")
+    with open(err_path, "w") as err:
+        p = spawn(argv, subprocess.DEVNULL, err, tracer=False, env=client_env())
+    untraced, traced, bpf = [], [], []
+    try:
+        time.sleep(1.0)  # connections
+        start = time.time()
+        for k in range(cycles):
+            window_sleep(p, w, err_path)
+            untraced.append((start, time.time()))
+            rt = RunningTracer(t, tmp, f"w{k}", args.settle)
+            try:
+                window_sleep(p, 0, err_path)
+                b0, on = window_bpf_ns(t, rt), time.time()
+                window_sleep(p, w, err_path)
+                b1, off = window_bpf_ns(t, rt), time.time()
+                rt.stop()
+            finally:
+                rt.close()
+            traced.append((on, off))
+            bpf.append(b1 - b0)
+            start = time.time()
+        window_sleep(p, w, err_path)
+        untraced.append((start, time.time()))
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGINT)
+        if wait_exit(p, 30) is None:
+            kill_group(p)
+    with open(err_path) as f:
+        spans = parse_progress(f.read())
+    ratios = cycle_ratios(spans, untraced, traced)
+    if not ratios:
+        raise BenchError(f"no whole second of pgbench's progress in the windows: {tail(err_path, 3)}")
+    # BPF time of a traced window over its transactions: its length times its TPS.
+    per_txn = []
+    for ns, (on, off) in zip(bpf, traced):
+        tps = window_tps(spans, on, off)
+        if t.kind == "bpf" and tps and off > on:
+            per_txn.append(ns / (off - on) / tps / 1000)
+    s = summary(ratios)
+    log(f"windows {t.label:<34} TPS traced/untraced {s[0]:.3f} ({s[1]:.3f}-{s[2]:.3f}) over {len(ratios)} windows "
+        f"of {w} s: {' '.join(f'{r[0]:.3f}' for r in ratios)}")
+    return {"ratios": ratios, "bpf": per_txn}
+
+
+def window_bpf_ns(t, rt):
+    """run_time_ns so far of a tracer's programs, and of perf offwake's task work callbacks."""
+    if t.kind != "bpf":
+        return 0
+    ns = bpf_sum(rt.prog_ids)[0]
+    tw = task_work_time(rt.p.pid)
+    return ns + (tw[0] if tw else 0)
+
+
+def window_sleep(p, seconds, err_path):
+    """Sleeps, unless pgbench has ended: then the windows cannot go on."""
+    time.sleep(seconds)
+    if p.poll() is not None:
+        raise BenchError(f"pgbench ended during the windows: {tail(err_path, 3)}")
+
+
+def print_windows_table(args, tracers, windows):
+    print()
+    print(f"TPS in windows of one pgbench run per tracer: untraced for {args.pgbench_window_seconds} s, then "
+          f"{args.pgbench_windows} times traced for {args.pgbench_window_seconds} s and untraced for "
+          f"{args.pgbench_window_seconds} s (pgbench -P 1 --progress-timestamp; the seconds in which a tracer "
+          "started or stopped do not count).")
+    print("traced/untraced = each traced window's TPS over the mean of the untraced windows on either side, "
+          "median of windows (range = min-max); BPF us/txn = run_time_ns in each traced window over its "
+          "transactions, median.")
+    rows = []
+    for t in tracers:
+        x = windows.get(t.label)
+        if x is None:
+            continue
+        if "failure" in x:
+            rows.append([t.label, "failed", "", "", "", ""])
+            continue
+        med, lo, hi = summary(x["ratios"])
+        rows.append([t.label, f"{med:.3f}", f"{lo:.3f}-{hi:.3f}", str(len(x["ratios"])),
+                     fmt(statistics.median(r[1] for r in x["ratios"])),
+                     fmt(statistics.median(x["bpf"]), 1) if x["bpf"] else "-"])
+    print_table(["tracer", "TPS traced/untraced", "range", "windows", "traced TPS", "BPF us/txn"], rows, left=1)
 
 
 def tracer_name(t):
@@ -913,6 +1047,9 @@ def parse_args():
     pg.add_argument("--pgbench-threads", type=int, default=2, help="-j (2)")
     pg.add_argument("--pgbench-scale", type=int, default=8, help="pgbench -i -s (8)")
     pg.add_argument("--pgbench-warmup", type=int, default=3, help="seconds of one untimed run after -i (3; 0: none)")
+    pg.add_argument("--pgbench-windows", type=int, default=6,
+                    help="traced windows in one pgbench run per tracer, after the rounds (6; 0: none)")
+    pg.add_argument("--pgbench-window-seconds", type=int, default=6, help="length of each window (6)")
     pg.add_argument("--pg-bin", help="PostgreSQL's bin directory (default: the newest /usr/lib/postgresql/*/bin)")
     pg.add_argument("--pg-port", type=int, default=55432,
                     help="the port, which only names the socket in the cluster's own directory: no TCP (55432)")
@@ -939,6 +1076,8 @@ def parse_args():
         ap.error("--rounds must be at least 1 and --ops at least 2")
     if min(args.pgbench_seconds, args.pgbench_clients, args.pgbench_threads, args.pgbench_scale) < 1:
         ap.error("--pgbench-seconds, --pgbench-clients, --pgbench-threads and --pgbench-scale must be at least 1")
+    if args.pgbench_windows < 0 or args.pgbench_window_seconds < 3:
+        ap.error("--pgbench-windows must be at least 0 and --pgbench-window-seconds at least 3")
     if args.pgbench_warmup < 0 or not 1 <= args.pg_port <= 65535:
         ap.error("--pgbench-warmup must be at least 0 and --pg-port a port number")
     args.offwake_modes = [parse_mode(ap, m) for m in args.offwake_modes]
@@ -1035,12 +1174,15 @@ def main():
             f"{args.ops:,} ops each (pgbench: {args.pgbench_seconds} s each); then {args.keys_rounds} stop-time "
             f"rounds per perf-offwake")
         results = overhead_rounds(args, workloads, tracers, tmp)
+        windows = (window_runs(args, cluster, tracers, tmp) if cluster and args.pgbench_windows > 0 else None)
         keys = keys_rounds(args, offwakes, tmp) if args.keys_rounds > 0 else None
         others = other_tracers()
         if others:
             log(f"warning: other perf, perf-offwake or bpftrace processes were running at the end: "
                 f"{' '.join(others)}")
         print_overhead_table(args, workloads, tracers, results)
+        if windows is not None:
+            print_windows_table(args, tracers, windows)
         if args.startup_rounds > 0:
             startup_rounds(args, offwakes, tmp)
         if keys:
@@ -1048,7 +1190,7 @@ def main():
             status = 1 if keys[1] else 0
         print(f"\n{time.strftime('%Y-%m-%d %H:%M')}, {os.uname().release}, {os.cpu_count()} CPUs, "
               f"took {time.monotonic() - START:.0f} s")
-        if any(t.failure for t in tracers):
+        if any(t.failure for t in tracers) or any("failure" in x for x in (windows or {}).values()):
             status = 1
     except Interrupted as e:
         print(f"\nbench-overhead: interrupted ({e}), cleaning up", file=sys.stderr)
