@@ -739,7 +739,6 @@ def print_pgbench_table(args, workload, tracers, results):
     print_table(["tracer", "program", "us/run", "runs/txn", "us/txn"], program_rows(tracers, results), left=2)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # pgbench's TPS in windows of one run (bench_windows.py says why).
 
