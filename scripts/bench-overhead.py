@@ -69,7 +69,7 @@ import tempfile
 import time
 
 from bench_postgres import PgCluster, PgError, client_env, find_bin_dir, parse_pgbench
-from bench_windows import cycle_ratios, parse_progress, summary, window_tps
+from bench_windows import cycle_ratios, parse_progress, summary
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
@@ -801,10 +801,10 @@ def one_window_run(args, cluster, t, tmp, w):
         raise BenchError(f"no whole second of pgbench's progress in the windows: {tail(err_path, 3)}")
     # BPF time of a traced window over its transactions: its length times its TPS.
     per_txn = []
-    for ns, (on, off) in zip(bpf, traced):
-        tps = window_tps(spans, on, off)
+    for _, tps, _, i in ratios:
+        on, off = traced[i]
         if t.kind == "bpf" and tps and off > on:
-            per_txn.append(ns / (off - on) / tps / 1000)
+            per_txn.append(bpf[i] / (off - on) / tps / 1000)
     s = summary(ratios)
     log(f"windows {t.label:<34} TPS traced/untraced {s[0]:.3f} ({s[1]:.3f}-{s[2]:.3f}) over {len(ratios)} windows "
         f"of {w} s: {' '.join(f'{r[0]:.3f}' for r in ratios)}")

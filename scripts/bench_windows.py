@@ -42,9 +42,10 @@ def window_tps(spans, start, end):
 
 
 def cycle_ratios(spans, untraced, traced):
-    """One (ratio, traced TPS, untraced TPS) per traced window whose TPS, and that of at least one
-    untraced window next to it, is known: traced[i] lies between untraced[i] and untraced[i + 1]
-    (windows are (start, end) in Unix seconds), and its untraced TPS is the mean of theirs."""
+    """One (ratio, traced TPS, untraced TPS, i) per traced window traced[i] whose TPS, and that of
+    at least one untraced window next to it, is known: traced[i] lies between untraced[i] and
+    untraced[i + 1] (windows are (start, end) in Unix seconds), and its untraced TPS is the mean
+    of theirs. Windows without are left out: i names the window each ratio is of."""
     if len(untraced) != len(traced) + 1:
         raise ValueError("one untraced window before each traced window, and one after the last")
     out = []
@@ -55,7 +56,7 @@ def cycle_ratios(spans, untraced, traced):
             continue
         u = sum(around) / len(around)
         if u > 0:
-            out.append((t / u, t, u))
+            out.append((t / u, t, u, i))
     return out
 
 

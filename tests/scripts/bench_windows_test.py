@@ -62,9 +62,10 @@ class Windows(unittest.TestCase):
 
         spans = bw.parse_progress(progress(timeline(34, tps)))
         ratios = bw.cycle_ratios(spans, untraced, traced)
-        self.assertEqual(len(ratios), 3)
-        for r, _, _ in ratios:
+        self.assertEqual([i for _, _, _, i in ratios], [0, 1, 2])
+        for r, t, u, _ in ratios:
             self.assertAlmostEqual(r, 0.96, delta=0.002)
+            self.assertAlmostEqual(t / u, r)
         med, lo, hi = bw.summary(ratios)
         self.assertAlmostEqual(med, 0.96, delta=0.002)
         self.assertLessEqual(lo, med)
@@ -75,6 +76,11 @@ class Windows(unittest.TestCase):
         untraced = [(T0 + 0, T0 + 3), (T0 + 6, T0 + 10)]
         self.assertEqual(bw.cycle_ratios(spans, untraced, [(T0 + 3.2, T0 + 4.1)]), [])
         self.assertIsNone(bw.summary([]))
+        # The next window still names itself: its BPF time is read by that index.
+        spans = bw.parse_progress(progress(timeline(16, lambda s: 2000)))
+        untraced = [(T0 + 0, T0 + 3), (T0 + 6, T0 + 9), (T0 + 12, T0 + 16)]
+        ratios = bw.cycle_ratios(spans, untraced, [(T0 + 3.2, T0 + 4.1), (T0 + 9, T0 + 12)])
+        self.assertEqual([(round(r, 3), i) for r, _, _, i in ratios], [(1.0, 1)])
 
     def test_windows_must_alternate(self):
         with self.assertRaises(ValueError):
