@@ -23,11 +23,16 @@
  * at --sample-period 1000) nor in tests/e2e/walk_memo_test.cpp, which fails on one.
  *
  * Memos per thread and role (MEMO_BLOCKED: its blocked stack, taken as it is switched back
- * in; MEMO_WAKER: its stack as it wakes another), MEMO_SITES of each, chosen by the user pc
- * the thread entered the kernel from, each of MEMO_WAYS stacks, in task storage, 8 KiB a
+ * in; MEMO_WAKER: its stack as it wakes another), KMEMO_SITES of each, chosen by the user pc
+ * the thread entered the kernel from, each of MEMO_WAYS stacks, in task storage, 16 KiB a
  * thread. Two ways, not one: on pgbench at --sample-period 1000, 18% of kernel stacks were
- * unwound with one stack a site, 6 to 7% with two (each unwind about 10 us here). A stack
- * deeper than KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
+ * unwound with one stack a site, 6 to 7% with two (each unwind about 10 us here). Eight sites,
+ * not the four of user walks: a PostgreSQL backend enters the kernel to block or wake from
+ * more places than four sites hold apart, and an unwind costs 10 to 30 us on this kind of
+ * machine where a check costs under one: at --sample-period 1000, 0.36 and 0.30 stacks of
+ * tasks a transaction were unwound with four sites, 0.08 and 0.09 with eight (two rounds,
+ * alternated, 2026-12-04; the rest, 0.10, are wakers in interrupts). A stack deeper than
+ * KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
 #ifndef OFFWAKE_KERNEL_MEMO_BPF_H
 #define OFFWAKE_KERNEL_MEMO_BPF_H
 
@@ -37,6 +42,8 @@
 #include "walk_memo.bpf.h"
 
 #define KMEMO_FRAMES 48
+#define KMEMO_SITE_BITS 3
+#define KMEMO_SITES (1 << KMEMO_SITE_BITS)
 #define KMEMO_WORDS 512 /* 4 KiB of kernel stack above the start */
 
 struct kstack_memo {
@@ -55,9 +62,9 @@ struct kstack_memo_set {
 	__u32 newest; /* the way last replayed or remembered */
 };
 
-/* Memos per role and site (memo_site(), walk_memo.bpf.h). */
+/* Memos per role and site (memo_site_of(), walk_memo.bpf.h). */
 struct kstack_memos {
-	struct kstack_memo_set m[MEMO_ROLES][MEMO_SITES];
+	struct kstack_memo_set m[MEMO_ROLES][KMEMO_SITES];
 };
 
 struct {
@@ -99,14 +106,14 @@ static __always_inline __u32 kstack_words_above(struct task_struct *t, __u64 sp,
 static __always_inline struct kstack_memo_set *kstack_memo_of(struct task_struct *t, __u32 role, int create)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	__u32 site = regs ? memo_site(regs_ip(regs)) : 0;
+	__u32 site = regs ? memo_site_of(regs_ip(regs), KMEMO_SITE_BITS) : 0;
 	struct kstack_memos *memos =
 		bpf_task_storage_get(&kstack_memos, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 
 	if (!memos)
 		return 0;
 	barrier_var(memos); /* checked before the element's address is taken */
-	return &memos->m[role & 1][site & (MEMO_SITES - 1)];
+	return &memos->m[role & 1][site & (KMEMO_SITES - 1)];
 }
 
 struct kstack_check {

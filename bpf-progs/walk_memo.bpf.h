@@ -49,13 +49,20 @@ struct walk_memo {
 };
 
 /* Memos per role, chosen by the user pc the thread entered the kernel from (a system call's
- * site): a thread that blocks, or wakes others, from a few places keeps one for each. The rule
- * of user walks here and of kernel stacks (kernel_memo.bpf.h). */
-#define MEMO_SITES 4
+ * site): a thread that blocks, or wakes others, from a few places keeps one for each. The
+ * site is one of 1 << bits, a hash of that pc: the rule of user walks here (MEMO_SITES) and
+ * of kernel stacks (KMEMO_SITES, kernel_memo.bpf.h). */
+static __always_inline __u32 memo_site_of(__u64 user_pc, __u32 bits)
+{
+	return (__u32)((user_pc * 0x9E3779B97F4A7C15ull) >> (64 - bits)) & ((1u << bits) - 1);
+}
+
+#define MEMO_SITE_BITS 2
+#define MEMO_SITES (1 << MEMO_SITE_BITS)
 
 static __always_inline __u32 memo_site(__u64 user_pc)
 {
-	return (__u32)((user_pc * 0x9E3779B97F4A7C15ull) >> 62) & (MEMO_SITES - 1);
+	return memo_site_of(user_pc, MEMO_SITE_BITS);
 }
 
 /* Memos per role and site: the last MEMO_WAYS, the newest checked first and the oldest
