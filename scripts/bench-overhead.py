@@ -35,8 +35,10 @@ Then, since pgbench's TPS drifts between runs by more than a tracer costs, each 
 again within one pgbench run (scripts/bench_windows.py): untraced for a window, then
 --pgbench-windows times (6) attached for a window and detached for one, of
 --pgbench-window-seconds (6) each, with pgbench reporting its TPS every second. Each traced
-window's TPS over the mean of the untraced windows on either side, median of windows, and the
-BPF us/txn within the traced windows. 0 windows skips this.
+window's TPS over the mean of the untraced windows on either side, median of windows with a
+95% confidence interval for that median (the sign test's; with 6 windows it is min-max, with
+10 the second smallest to the second largest), and the BPF us/txn within the traced windows.
+0 windows skips this.
 
 Tracers (--tracers; all by default): perf offwake with no filter and with several options,
 bpftrace with the same four stacks, perf 6.12 record --off-cpu -e dummy (one user stack, no
@@ -69,7 +71,7 @@ import tempfile
 import time
 
 from bench_postgres import PgCluster, PgError, client_env, find_bin_dir, parse_pgbench
-from bench_windows import cycle_ratios, parse_progress, summary
+from bench_windows import cycle_ratios, median_interval, parse_progress, summary
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
@@ -834,7 +836,9 @@ def print_windows_table(args, tracers, windows):
           f"{args.pgbench_window_seconds} s (pgbench -P 1 --progress-timestamp; the seconds in which a tracer "
           "started or stopped do not count).")
     print("traced/untraced = each traced window's TPS over the mean of the untraced windows on either side, "
-          "median of windows (range = min-max); BPF us/txn = run_time_ns in each traced window over its "
+          "median of windows (range = min-max); 95% interval = where the median ratio lies, with the confidence "
+          "shown (the sign test's, which assumes nothing of the ratios' distribution; min-max of 6 windows is "
+          "one of 96.9%, and fewer than 6 have none); BPF us/txn = run_time_ns in each traced window over its "
           "transactions, median.")
     rows = []
     for t in tracers:
@@ -842,13 +846,16 @@ def print_windows_table(args, tracers, windows):
         if x is None:
             continue
         if "failure" in x:
-            rows.append([t.label, "failed", "", "", "", ""])
+            rows.append([t.label, "failed", "", "", "", "", ""])
             continue
         med, lo, hi = summary(x["ratios"])
-        rows.append([t.label, f"{med:.3f}", f"{lo:.3f}-{hi:.3f}", str(len(x["ratios"])),
+        ci = median_interval([r[0] for r in x["ratios"]])
+        rows.append([t.label, f"{med:.3f}", f"{ci[0]:.3f}-{ci[1]:.3f} ({ci[2]:.1%})" if ci else "too few windows",
+                     f"{lo:.3f}-{hi:.3f}", str(len(x["ratios"])),
                      fmt(statistics.median(r[1] for r in x["ratios"])),
                      fmt(statistics.median(x["bpf"]), 1) if x["bpf"] else "-"])
-    print_table(["tracer", "TPS traced/untraced", "range", "windows", "traced TPS", "BPF us/txn"], rows, left=1)
+    print_table(["tracer", "TPS traced/untraced", "95% interval", "range", "windows", "traced TPS", "BPF us/txn"],
+                rows, left=1)
 
 
 def tracer_name(t):

@@ -13,6 +13,7 @@ This module holds the arithmetic, without processes, so that it can be tested on
 (tests/scripts/bench_windows_test.py).
 """
 
+import math
 import re
 import statistics
 
@@ -66,3 +67,21 @@ def summary(ratios):
         return None
     r = [x[0] for x in ratios]
     return statistics.median(r), min(r), max(r)
+
+
+def median_interval(values, level=0.95):
+    """(low, high, coverage): a distribution-free confidence interval for the median of what
+    `values` are drawn from (the sign test's): the k-th smallest and k-th largest value, with the
+    largest k whose coverage, 1 - 2 P(Binomial(n, 1/2) < k), is at least `level`. None when even
+    min-max falls short: below 6 values at 0.95 (min-max of 6 covers 96.9%, of 5 only 93.8%)."""
+    x = sorted(values)
+    n = len(x)
+    below, k = 0, 0  # below = P(Binomial(n, 1/2) < k + 1) once k + 1 is tried
+    while k < n // 2:
+        below += math.comb(n, k) / 2 ** n
+        if 1 - 2 * below < level:
+            break
+        k += 1
+    if k == 0:
+        return None
+    return x[k - 1], x[n - k], 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n

@@ -2,6 +2,7 @@
 Run by BenchWindows.ArithmeticHolds (bench_windows_test.cpp), or: python3 -m unittest from
 scripts/ with this file's directory on PYTHONPATH."""
 
+import math
 import os
 import sys
 import unittest
@@ -85,6 +86,38 @@ class Windows(unittest.TestCase):
     def test_windows_must_alternate(self):
         with self.assertRaises(ValueError):
             bw.cycle_ratios([], [(T0, T0 + 1)], [(T0 + 2, T0 + 3)])
+
+
+class MedianInterval(unittest.TestCase):
+    def test_coverage_is_the_sign_tests(self):
+        # Six values: min-max covers 1 - 2/64; five: 1 - 2/32, short of 95%.
+        lo, hi, cover = bw.median_interval([0.93, 0.88, 0.97, 0.91, 0.90, 0.95])
+        self.assertEqual((lo, hi), (0.88, 0.97))
+        self.assertAlmostEqual(cover, 1 - 2 / 64)
+        self.assertIsNone(bw.median_interval([0.93, 0.88, 0.97, 0.91, 0.90]))
+        self.assertIsNone(bw.median_interval([]))
+        # Ten values: the 2nd smallest to the 2nd largest, 1 - 2 * 11/1024 (the 3rd would cover 89%).
+        x = [0.80 + 0.01 * i for i in range(10)]
+        lo, hi, cover = bw.median_interval(list(reversed(x)))
+        self.assertEqual((lo, hi), (x[1], x[8]))
+        self.assertAlmostEqual(cover, 1 - 2 * 11 / 1024)
+        # A lower level allows a narrower interval: 1 - 2 * 56/1024 = 89%.
+        lo, hi, cover = bw.median_interval(x, level=0.85)
+        self.assertEqual((lo, hi), (x[2], x[7]))
+        self.assertAlmostEqual(cover, 1 - 2 * 56 / 1024)
+
+    def test_it_covers_the_median_as_often_as_it_says(self):
+        # 2,000 sittings of 6 and of 10 windows drawn from a skewed distribution whose median is
+        # known: the interval holds it at least as often as its coverage says, within chance.
+        import random
+        rng = random.Random(7)
+        median = math.log(2) / 8.0  # of an exponential with rate 8
+        for n in (6, 10):
+            held, cover = 0, None
+            for _ in range(2000):
+                lo, hi, cover = bw.median_interval([rng.expovariate(8.0) for _ in range(n)])
+                held += lo <= median <= hi
+            self.assertGreaterEqual(held / 2000, cover - 0.015, (n, held, cover))
 
 
 if __name__ == "__main__":
