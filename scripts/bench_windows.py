@@ -76,12 +76,12 @@ def median_interval(values, level=0.95):
     min-max falls short: below 6 values at 0.95 (min-max of 6 covers 96.9%, of 5 only 93.8%)."""
     x = sorted(values)
     n = len(x)
-    below, k = 0, 0  # below = P(Binomial(n, 1/2) < k + 1) once k + 1 is tried
+    k, below, cover = 0, 0.0, None  # cover: the coverage of the k accepted so far
     while k < n // 2:
-        below += math.comb(n, k) / 2 ** n
+        below += math.comb(n, k) / 2 ** n  # P(Binomial(n, 1/2) < k + 1)
         if 1 - 2 * below < level:
             break
-        k += 1
+        k, cover = k + 1, 1 - 2 * below
     if k == 0:
         return None
-    return x[k - 1], x[n - k], 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+    return x[k - 1], x[n - k], cover

@@ -4,6 +4,7 @@ scripts/ with this file's directory on PYTHONPATH."""
 
 import math
 import os
+import random
 import sys
 import unittest
 
@@ -109,7 +110,6 @@ class MedianInterval(unittest.TestCase):
     def test_it_covers_the_median_as_often_as_it_says(self):
         # 2,000 sittings of 6 and of 10 windows drawn from a skewed distribution whose median is
         # known: the interval holds it at least as often as its coverage says, within chance.
-        import random
         rng = random.Random(7)
         median = math.log(2) / 8.0  # of an exponential with rate 8
         for n in (6, 10):
