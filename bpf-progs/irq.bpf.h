@@ -8,28 +8,52 @@
 #include "block_rules.h"
 #include "maps.bpf.h"
 
-/* This CPU's preempt_count, found from the current task's runqueue (a static per-CPU
- * variable like preempt_count itself, at a distance the loader finds in the kernel's BTF:
- * x86 keeps preempt_count per CPU, and without CONFIG_KALLSYMS_ALL a __ksym for it does not
- * load). Returns -1 if it cannot be read. */
-static __always_inline long preempt_count(void)
+/* This CPU's runqueue, a static per-CPU variable, from the current task (a BTF-typed load:
+ * no helper call); 0 if it cannot be had. Other per-CPU variables lie at a distance from it
+ * that the loader finds in the kernel's BTF (DATASEC .data..percpu): x86 keeps preempt_count
+ * and the interrupt stack's pointer per CPU, and without CONFIG_KALLSYMS_ALL a __ksym for
+ * them does not load. */
+static __always_inline __u64 this_cpu_rq(void)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
-	struct cfs_rq *cfs;
+	struct cfs_rq *cfs = cur->se.cfs_rq;
+
+	return cfs ? (__u64)cfs->rq : 0;
+}
+
+/* This CPU's preempt_count. Returns -1 if it cannot be read. */
+static __always_inline long preempt_count(void)
+{
 	__u64 rq;
 	__u32 pc = 0;
 
 	if (!cfg.irq_detect)
 		return -1;
-	cfs = cur->se.cfs_rq;
-	if (!cfs)
-		return -1;
-	rq = (__u64)cfs->rq; /* a BTF-typed load: no helper call */
+	rq = this_cpu_rq();
 	if (!rq)
 		return -1;
 	if (bpf_probe_read_kernel(&pc, sizeof(pc), (void *)(rq + cfg.preempt_count_from_rq)))
 		return -1;
 	return pc;
+}
+
+/* Words from `sp` to the top of this CPU's interrupt stack, where a hard interrupt that came
+ * in kernel mode runs, and the softirqs run at its end (x86-64: hardirq_stack_ptr, the top
+ * of that stack, holds the stack pointer the interrupt came in on; the word below it, the
+ * return address of the call onto this stack, is the interrupt's outermost frame). 0 if sp
+ * is not within `max_words` below that top, or the top is not known. */
+static __always_inline __u32 irq_stack_words_above(__u64 sp, __u32 max_words)
+{
+	__u64 rq, top = 0;
+
+	if (!cfg.irq_stack_ptr_from_rq || (sp & 7))
+		return 0;
+	rq = this_cpu_rq();
+	if (!rq || bpf_probe_read_kernel(&top, sizeof(top), (void *)(rq + cfg.irq_stack_ptr_from_rq)))
+		return 0;
+	if (!top || sp >= top || top - sp > (__u64)max_words * 8)
+		return 0;
+	return (__u32)((top - sp) / 8);
 }
 
 /* Which interrupt context, if any, the current code runs in (OFFWAKE_WAKER_* bits). Only

@@ -31,13 +31,15 @@
  * more places than four sites hold apart, and an unwind costs 10 to 30 us on this kind of
  * machine where a check costs under one: at --sample-period 1000, 0.36 and 0.30 stacks of
  * tasks a transaction were unwound with four sites, 0.08 and 0.09 with eight (two rounds,
- * alternated, 2026-12-04; the rest, 0.10, are wakers in interrupts). A stack deeper than
+ * alternated, 2026-12-04; the rest, 0.10, were wakers in interrupts, since remembered per CPU:
+ * interrupt_kernel_stack). A stack deeper than
  * KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
 #ifndef OFFWAKE_KERNEL_MEMO_BPF_H
 #define OFFWAKE_KERNEL_MEMO_BPF_H
 
 #include <bpf/bpf_core_read.h>
 
+#include "irq.bpf.h"
 #include "stacks.bpf.h"
 #include "walk_memo.bpf.h"
 
@@ -79,7 +81,7 @@ struct {
 struct kstack_window {
 	__u64 sp;
 	__u32 avail;
-	__u32 unused;
+	__u32 irq_stack; /* the words are this CPU's interrupt stack, up to its outermost frame */
 	__u64 w[KMEMO_WORDS];
 };
 
@@ -169,8 +171,10 @@ __noinline __s64 kstack_memo_check(const struct kstack_memo *m, struct kstack_wi
 	if (!n || n > KMEMO_FRAMES || !words || words > KMEMO_WORDS || (m->sp & 7) || (win->sp & 7))
 		return -1;
 	shift = (__s64)(m->sp >> 3) - (__s64)(win->sp >> 3);
+	/* Another stack altogether (a memo of interrupts, per CPU, checked on another thread's
+	 * stack): every frame at its distance. */
 	if (shift <= -KMEMO_WORDS || shift >= KMEMO_WORDS)
-		return -1;
+		shift = 0;
 	need = shift > 0 ? words + shift : words;
 	if (need > win->avail)
 		need = win->avail;
@@ -227,20 +231,23 @@ static long kstack_find_words(__u32 i, void *data)
 	return 0;
 }
 
-/* After an unwind of the frames in s->st (stored as `id`, or failed: id < 0) of a stack
- * starting at win->sp, with win->avail words of it readable: memo `m` remembers it if every
- * frame is found in those words, else forgets what it had. A global function, verified once. */
-__noinline int kstack_memo_keep(struct kstack_memo *m, struct kstack_window *win, const struct scratch *s, __s64 id)
+/* Places the frames in s->st (the first KMEMO_FRAMES), leaf first, in the kernel stack that
+ * starts at win->sp (win->avail words of it readable): each at the first word above the
+ * previous one's that holds it, into memo `m` (its at[], ip[] and words; not its n). Returns
+ * how many frames, from the first, were placed: all of them in a stack that lies in those
+ * words, fewer where the unwind went on to another stack. A global function, verified once. */
+__noinline __u32 kstack_place(struct kstack_memo *m, struct kstack_window *win, const struct scratch *s)
 {
 	struct kstack_find k = {};
 	__u32 n, avail;
 
 	if (!m || !win || !s)
 		return 0;
-	m->n = 0;
 	n = s->st.nr;
+	if (n > KMEMO_FRAMES)
+		n = KMEMO_FRAMES; /* the first ones only */
 	avail = win->avail;
-	if (id < 0 || !n || n > KMEMO_FRAMES || !avail || avail > KMEMO_WORDS)
+	if (!n || !avail || avail > KMEMO_WORDS)
 		return 0;
 	if (bpf_probe_read_kernel(win->w, avail * 8, (void *)win->sp))
 		return 0;
@@ -250,7 +257,20 @@ __noinline int kstack_memo_keep(struct kstack_memo *m, struct kstack_window *win
 	k.n = n;
 	k.words = avail;
 	bpf_loop(avail / KMEMO_FIND_STRIDE + n + 1, kstack_find_words, &k, 0);
-	if (k.found != n)
+	return k.found;
+}
+
+/* After an unwind of the frames in s->st (stored as `id`, or failed: id < 0) of a stack
+ * starting at win->sp: memo `m` remembers it if every frame is placed in its words
+ * (kstack_place), else forgets what it had. */
+static __always_inline int kstack_memo_keep(struct kstack_memo *m, struct kstack_window *win, const struct scratch *s,
+					    __s64 id)
+{
+	__u32 n;
+
+	m->n = 0;
+	n = s->st.nr;
+	if (id < 0 || !n || n > KMEMO_FRAMES || kstack_place(m, win, s) != n)
 		return 0;
 	m->sp = win->sp;
 	m->stack_id = id;
@@ -285,7 +305,7 @@ __noinline int kstack_memo_remember(struct kstack_memo_set *set, struct kstack_w
 {
 	__u32 oldest;
 
-	if (!set)
+	if (!set || !win || !s)
 		return 0;
 	oldest = memo_next_way(memo_newest(set->newest));
 	if (!kstack_memo_keep(&set->way[oldest], win, s, id))
@@ -336,13 +356,104 @@ static __always_inline __s64 blocked_kernel_stack(struct task_struct *t, __u32 s
 	return id;
 }
 
+/* Memos of the kernel stacks of wakers in interrupts, per CPU, by site: the stack's depth
+ * and outermost word, which tell one path from another (no random offset here, unlike a
+ * system call's stack). Per CPU, not per thread: an interrupt comes in on any thread, and
+ * where it came from user space, a per-thread memo's site, its user pc, is wherever that
+ * thread was. `scratch`: where a stack unwound only for --check-replays is placed. */
+#define IRQ_KMEMO_SITE_BITS 4
+#define IRQ_KMEMO_SITES (1 << IRQ_KMEMO_SITE_BITS)
+
+struct irq_kstack_memos {
+	struct kstack_memo_set site[IRQ_KMEMO_SITES];
+	struct kstack_memo scratch;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct irq_kstack_memos);
+	__uint(max_entries, 1);
+} irq_kstack_memos SEC(".maps");
+
+/* The kernel stack of code in an interrupt, which starts at win->sp: unwound
+ * (bpf_get_stack()), its frames placed in win (kstack_place, into memo `m`), and stored.
+ * `*placed`: how many frames were placed and stored, all of them, or 0 if not all: then the
+ * stack is stored as unwound, and not remembered. On this CPU's interrupt stack (an
+ * interrupt that came in kernel mode), the unwind goes on into the stack the interrupt came
+ * in on: whatever this CPU was doing, the idle loop or any thread's system call, which woke
+ * no one. The stack is cut there, where its placed frames end at the outermost word of the
+ * interrupt stack, and the waker ("[hardirq]", "[softirq]") is named by the interrupt's path
+ * alone, as it is for an interrupt from user space, which runs on the thread's own kernel
+ * stack with nothing under its entry. */
+static __always_inline __s64 unwound_interrupt_stack(void *ctx, struct scratch *s, struct kstack_window *win,
+						     struct kstack_memo *m, __u32 *placed, struct offwake_counters *c)
+{
+	long n = bpf_get_stack(ctx, s->st.ips, frames_to_bytes(), cfg.kernel_stack_skip & BPF_F_SKIP_FIELD_MASK);
+	__u32 k, last;
+
+	*placed = 0;
+	if (n <= 0)
+		return stack_error(n ? n : -EFAULT, OFFWAKE_KERNEL, c);
+	s->st.nr = n / sizeof(__u64);
+	k = kstack_place(m, win, s);
+	last = k - 1;
+	if (k && k == s->st.nr)
+		*placed = k;
+	else if (k && win->irq_stack && last < KMEMO_FRAMES && m->at[last] + 1 == win->avail)
+		*placed = s->st.nr = k;
+	return store_stack(s, OFFWAKE_KERNEL, c);
+}
+
+/* A waker's kernel stack in an interrupt, from win->sp (win->avail words up to the top of
+ * the stack it is on): checked against this CPU's memos of interrupts at that site first,
+ * else unwound, cut to the interrupt's frames and remembered. On pgbench, a hard interrupt
+ * waking a task from the idle loop, unwound each time, cost about 14 us: 1.5 wakers a
+ * transaction were interrupts, 0.7 of them on the interrupt stack. */
+static __always_inline __s64 interrupt_kernel_stack(void *ctx, struct scratch *s, struct kstack_window *win,
+						    struct offwake_counters *c)
+{
+	__u32 zero = 0, placed, way;
+	__u64 outermost = 0;
+	struct irq_kstack_memos *memos = bpf_map_lookup_elem(&irq_kstack_memos, &zero);
+	struct kstack_memo_set *set;
+	struct kstack_memo *m;
+	__s64 id;
+
+	if (!memos)
+		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
+	bpf_probe_read_kernel(&outermost, sizeof(outermost), (void *)(win->sp + ((__u64)win->avail - 1) * 8));
+	set = &memos->site[memo_site_of(outermost ^ ((__u64)win->avail << 48), IRQ_KMEMO_SITE_BITS) &
+			   (IRQ_KMEMO_SITES - 1)];
+	COUNT(c, stack_captures[OFFWAKE_KERNEL]);
+	id = kstack_memo_lookup(set, win);
+	if (id >= 0) {
+		COUNT(c, kernel_stacks_replayed);
+		if (cfg.check_replays)
+			count_replay_check(c, id, unwound_interrupt_stack(ctx, s, win, &memos->scratch, &placed, 0));
+		return id;
+	}
+	way = memo_next_way(memo_newest(set->newest));
+	m = &set->way[way];
+	m->n = 0;
+	id = unwound_interrupt_stack(ctx, s, win, m, &placed, c);
+	if (id >= 0 && placed) {
+		m->sp = win->sp;
+		m->stack_id = id;
+		m->n = placed;
+		set->newest = way;
+	}
+	return id;
+}
+
 /* The current task's kernel stack, from a tp_btf program (the waking program: as it wakes
  * another): checked against its memo of its last one first, else unwound (bpf_get_stack)
  * into the stack store and remembered. Where the stack starts is the program's context: the
  * tracepoint's arguments, which the kernel keeps in its own frame (the program's own frame
- * may be on a private stack of the CPU's). In an interrupt, whose stack is not the task's,
- * it is bpf_get_stackid()'s (current_stack). */
-static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct offwake_counters *c)
+ * may be on a private stack of the CPU's). In an interrupt (`irq`, irq_context()), or on this
+ * CPU's interrupt stack, the interrupt's own frames (interrupt_kernel_stack); on any other
+ * stack (an exception's), bpf_get_stackid()'s (current_stack). */
+static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, __u32 irq, struct offwake_counters *c)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct scratch *s = scratch_slot(slot);
@@ -354,8 +465,16 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct of
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
 	win->sp = kernel_address(s, ctx);
 	win->avail = kstack_words_above(cur, win->sp, s);
-	if (!win->avail)
+	win->irq_stack = 0;
+	if (!win->avail) {
+		win->avail = irq_stack_words_above(win->sp, KMEMO_WORDS);
+		win->irq_stack = 1;
+		if (win->avail)
+			return interrupt_kernel_stack(ctx, s, win, c);
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
+	}
+	if (irq & OFFWAKE_WAKER_IRQ_MASK)
+		return interrupt_kernel_stack(ctx, s, win, c);
 	m = kstack_memo_of(cur, MEMO_WAKER, 1);
 	COUNT(c, stack_captures[OFFWAKE_KERNEL]);
 	id = kstack_memo_lookup(m, win);

@@ -233,7 +233,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		return 0;
 
 	irq = irq_context();
-	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK : waker_kernel_stack(ctx, SLOT_WAKING, c);
+	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK : waker_kernel_stack(ctx, SLOT_WAKING, irq, c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
 		set_irq_waker(b, irq);

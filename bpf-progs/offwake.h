@@ -355,6 +355,10 @@ struct offwake_config {
 	 * without CONFIG_KALLSYMS_ALL a __ksym for it does not load; the runqueue is
 	 * reachable from current->se.cfs_rq->rq. */
 	__s64 preempt_count_from_rq;
+	/* Distance from this CPU's runqueue to the pointer to the top of its interrupt stack
+	 * (x86-64's hardirq_stack_ptr); 0: not known, and a waker in an interrupt on that stack
+	 * has its whole stack unwound each time (irq_stack_words_above, kernel_memo.bpf.h). */
+	__s64 irq_stack_ptr_from_rq;
 };
 
 /* A stack in the stack_store map (the value; the key is the stack's store id). */

@@ -68,7 +68,37 @@ bool use_sys_exit(const LoaderOptions& o, bool task_work, bool rseq) {
   return lazy_capture(o) && !task_work && (!rseq || o.sys_exit_user_stacks);
 }
 
-void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
+// Distances from this CPU's runqueue (current->se.cfs_rq->rq) to other static per-CPU
+// variables, from the kernel's BTF (DATASEC .data..percpu): what the programs read where a
+// __ksym would not load without CONFIG_KALLSYMS_ALL (irq.bpf.h).
+struct PercpuFromRunqueue {
+  std::optional<int64_t> preempt_count;  // __preempt_count (x86)
+  std::optional<int64_t> irq_stack_ptr;  // hardirq_stack_ptr (x86-64, Linux 6.15+)
+};
+
+PercpuFromRunqueue percpu_from_runqueue(const struct btf* vmlinux) {
+  if (!vmlinux) return {};
+  int id = btf__find_by_name_kind(vmlinux, ".data..percpu", BTF_KIND_DATASEC);
+  if (id < 0) return {};
+  const struct btf_type* sec = btf__type_by_id(vmlinux, id);
+  std::optional<int64_t> rq, pc, irq_stack;
+  const struct btf_var_secinfo* v = btf_var_secinfos(sec);
+  for (int i = 0; i < btf_vlen(sec); ++i, ++v) {
+    const struct btf_type* var = btf__type_by_id(vmlinux, v->type);
+    const char* name = var ? btf__name_by_offset(vmlinux, var->name_off) : nullptr;
+    if (!name) continue;
+    if (std::strcmp(name, "runqueues") == 0) rq = v->offset;
+    if (std::strcmp(name, "__preempt_count") == 0) pc = v->offset;
+    if (std::strcmp(name, "hardirq_stack_ptr") == 0) irq_stack = v->offset;
+  }
+  if (!rq) return {};
+  PercpuFromRunqueue d;
+  if (pc) d.preempt_count = *pc - *rq;
+  if (irq_stack) d.irq_stack_ptr = *irq_stack - *rq;
+  return d;
+}
+
+void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, const PercpuFromRunqueue& percpu,
                bool task_work, bool rseq) {
   offwake_config& cfg = s->rodata->cfg;
   cfg.min_block_ns = o.min_block_ns;
@@ -92,8 +122,9 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, std::op
   cfg.user_rseq = rseq;
   cfg.user_sys_exit = use_sys_exit(o, task_work, rseq);
   cfg.user_stack_limit = o.user_stack_limit;
-  cfg.irq_detect = pc_from_rq.has_value();
-  cfg.preempt_count_from_rq = pc_from_rq.value_or(0);
+  cfg.irq_detect = percpu.preempt_count.has_value();
+  cfg.preempt_count_from_rq = percpu.preempt_count.value_or(0);
+  cfg.irq_stack_ptr_from_rq = percpu.irq_stack_ptr.value_or(0);
   cfg.stack_depth = depth;
   cfg.chain_depth = o.chain_depth;
   s->rodata->switch_windows = o.switch_windows && !o.timeline;
@@ -157,27 +188,9 @@ Status probe_kernel_support() {
   return ok_status();
 }
 
-std::optional<int64_t> preempt_count_from_runqueue(const struct btf* vmlinux) {
-  if (!vmlinux) return std::nullopt;
-  int id = btf__find_by_name_kind(vmlinux, ".data..percpu", BTF_KIND_DATASEC);
-  if (id < 0) return std::nullopt;
-  const struct btf_type* sec = btf__type_by_id(vmlinux, id);
-  std::optional<int64_t> rq, pc;
-  const struct btf_var_secinfo* v = btf_var_secinfos(sec);
-  for (int i = 0; i < btf_vlen(sec); ++i, ++v) {
-    const struct btf_type* var = btf__type_by_id(vmlinux, v->type);
-    const char* name = var ? btf__name_by_offset(vmlinux, var->name_off) : nullptr;
-    if (!name) continue;
-    if (std::strcmp(name, "runqueues") == 0) rq = v->offset;
-    if (std::strcmp(name, "__preempt_count") == 0) pc = v->offset;
-  }
-  if (!rq || !pc) return std::nullopt;
-  return *pc - *rq;
-}
-
 // Opens, configures and loads the programs: the skeleton, or why not (the machine's failures
 // ErrorKind::kUnavailable).
-Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth, std::optional<int64_t> pc_from_rq,
+Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth, const PercpuFromRunqueue& percpu,
                                           bool task_work, bool rseq) {
   auto machine = [](const Error& e) { return e.with_kind(ErrorKind::kUnavailable); };
   const uint32_t page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
@@ -188,7 +201,7 @@ Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth
   if (!s) return machine(with_log(permission_hint(Error::from_errno("opening BPF object")), log));
 
   // Configure: rodata, map sizes, which programs load.
-  configure(s.get(), o, depth, pc_from_rq, task_work, rseq);
+  configure(s.get(), o, depth, percpu, task_work, rseq);
   struct {
     bpf_map* map;
     uint32_t entries;
@@ -281,10 +294,10 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
   if (depth > OFFWAKE_MAX_STACK_DEPTH) depth = OFFWAKE_MAX_STACK_DEPTH;
 
   const VmlinuxBtf vmlinux = load_vmlinux_btf();
-  const auto pc_from_rq = preempt_count_from_runqueue(vmlinux.get());
+  const PercpuFromRunqueue percpu = percpu_from_runqueue(vmlinux.get());
   const bool rseq = use_rseq(o, vmlinux.get());
   bool task_work = use_task_work(o, vmlinux.get());
-  auto loaded = open_and_load(o, depth, pc_from_rq, task_work, rseq);
+  auto loaded = open_and_load(o, depth, percpu, task_work, rseq);
   // Some 6.18 kernels have the task work kfunc but refuse it to a tracepoint program ("sleepable
   // callback in a program that is not sleepable"): the programs are then loaded as for a kernel
   // without it (use_sys_exit()). Said with -v, and kept (task_work_refused()).
@@ -296,12 +309,12 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
                       "walked at rseq_update, else at switch-out or sys_exit)\n");
     task_work = false;
     task_work_refused = true;
-    loaded = open_and_load(o, depth, pc_from_rq, task_work, rseq);
+    loaded = open_and_load(o, depth, percpu, task_work, rseq);
   }
   if (!loaded) return loaded.error();
   SkelPtr s = std::move(loaded).value();
 
-  OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), pc_from_rq.has_value(), lazy_capture(o));
+  OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), percpu.preempt_count.has_value(), lazy_capture(o));
   bpf.task_work_refused_ = task_work_refused;
   if (o.timeline) {
     auto reader = EventReader::open(bpf.events_map_fd());

@@ -32,9 +32,13 @@ perfdata::SampleRecord AggregateSamples::sample(uint64_t id, uint32_t pid, uint3
 }
 
 // Interrupt wakers carry the interrupt's kernel stack; they and unknown wakers belong to a
-// pseudo-thread whose comm names them. An interrupt's stack ends at the interrupt's entry
-// (asm_sysvec_*, asm_common_interrupt, ...): below it is whatever code the interrupt hit,
-// which woke nobody and would split one waker into as many stacks.
+// pseudo-thread whose comm names them. An interrupt's stack ends at the interrupt's handler
+// entry (sysvec_*, common_interrupt, ...), the frame above its entry stub (asm_sysvec_*,
+// asm_common_interrupt, ...): below that is whatever code the interrupt hit, which woke
+// nobody and would split one waker into as many stacks. The BPF programs already end there
+// a stack on the CPU's interrupt stack (kernel_memo.bpf.h), whose stub's frame lies on the
+// stack the interrupt came in on; an interrupt from user space, on the thread's own stack,
+// and a stack from the tracepoint back end go on, and are cut here the same way.
 perfdata::SampleRecord AggregateSamples::waker_sample(uint64_t id, uint32_t flags, uint32_t tgid, uint32_t tid,
                                                       uint64_t time, uint64_t period, StackIds stacks) {
   if (const PseudoWaker* p = pseudo_waker(flags)) tgid = tid = p->tid;
@@ -45,7 +49,7 @@ perfdata::SampleRecord AggregateSamples::waker_sample(uint64_t id, uint32_t flag
       const KernelSymbol* sym = frames[i].context == FrameContext::kKernel ? kallsyms_->find(frames[i].ip) : nullptr;
       if (sym && sym->name.rfind("asm_", 0) == 0) {
         Callchain cut;
-        for (size_t j = 0; j <= i; ++j) cut.push(frames[j].ip, frames[j].context);
+        for (size_t j = 0; j < i; ++j) cut.push(frames[j].ip, frames[j].context);
         s.callchain = std::move(cut);
         break;
       }

@@ -80,7 +80,8 @@ TEST(Record, PipeBetweenProcessesWakerInOtherProcess) {
 }
 
 // `command` runs wl_sleep, whose sleeps its timer ends: every waker of its blocks is the hard
-// interrupt, by its timer's frames, without user frames.
+// interrupt, by its timer's frames, without user frames, and without frames of what the
+// interrupt came in on: its outermost frame is the interrupt handler's entry, above its stub.
 void expect_timer_wakers_are_hardirq(const std::string& command) {
   TempDir dir;
   auto r = record(dir, "-- " + command);
@@ -95,6 +96,10 @@ void expect_timer_wakers_are_hardirq(const std::string& command) {
     EXPECT_EQ(w->comm, "[hardirq]");
     EXPECT_TRUE(w->has_frame("hrtimer_wakeup"));
     EXPECT_FALSE(w->has_user_frames());
+    ASSERT_FALSE(w->frames.empty());
+    EXPECT_NE(w->frames.back().sym.find("_interrupt"), std::string::npos)
+        << "outermost waker frame " << w->frames.back().sym;
+    EXPECT_NE(w->frames.back().sym.rfind("asm_", 0), 0u) << "the entry stub's frame " << w->frames.back().sym;
   }
 }
 

@@ -25,6 +25,7 @@ Kallsyms test_kallsyms(const test::TempDir& dir) {
                          "ffffffff81000100 T __traceiter_sched_switch\n"
                          "ffffffff81000200 T __schedule\n"
                          "ffffffff81000300 T try_to_wake_up\n"
+                         "ffffffff81000380 T sysvec_apic_timer_interrupt\n"
                          "ffffffff81000400 T asm_sysvec_apic_timer_interrupt\n"
                          "ffffffff81000500 T copy_page\n";
   return Kallsyms::load(path).value();
@@ -122,21 +123,21 @@ TEST_F(AggregateSamplesTest, MissingStacksAreCountedPerHalf) {
   EXPECT_EQ(blocked.ip, 0u);
 }
 
-// An interrupt's waker stack ends at the interrupt's entry: the code it interrupted woke nobody.
-// A thread waker keeps its whole stack.
+// An interrupt's waker stack ends at the interrupt's handler entry, above its entry stub
+// (asm_*): the code it interrupted woke nobody. A thread waker keeps its whole stack.
 TEST_F(AggregateSamplesTest, InterruptWakerStacksEndAtTheInterruptEntry) {
   Kallsyms k = test_kallsyms(dir);
-  table.stacks[4] = {kWakeUp + 4, 0xffffffff81000408, 0xffffffff81000510};
+  table.stacks[4] = {kWakeUp + 4, 0xffffffff81000388, 0xffffffff81000408, 0xffffffff81000510};
   AggregateSamples convert(table, ids, &k);
   Aggregate irq = aggregate(OFFWAKE_WAKER_HARDIRQ);
   irq.key.waker_kern_stack_id = 4;
   const auto irq_samples = convert.convert(irq, 1);
   const Callchain& cut = irq_samples.at(1).callchain;
   ASSERT_EQ(cut.size(), 2u);
-  EXPECT_EQ(cut.frames()[1].ip, 0xffffffff81000408u);
+  EXPECT_EQ(cut.frames()[1].ip, 0xffffffff81000388u);
   Aggregate thread = aggregate(0);
   thread.key.waker_kern_stack_id = 4;
-  EXPECT_EQ(convert.convert(thread, 1).at(1).callchain.size(), 3u);
+  EXPECT_EQ(convert.convert(thread, 1).at(1).callchain.size(), 4u);
 }
 
 }  // namespace
