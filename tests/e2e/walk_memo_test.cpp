@@ -150,39 +150,5 @@ TEST(KernelMemo, ReplayedKernelStacksKeepEachBlocksOwnPath) {
   EXPECT_EQ(checked->second, 0u) << "replays that differ from their unwind";
 }
 
-// Remembered stacks of wakers in interrupts (interrupt_kernel_stack, kernel_memo.bpf.h): the
-// timer interrupt that ends each of wl_sleep's naps comes in on the idle loop, on the CPU's
-// interrupt stack, or on a user thread, on its own kernel stack; either way its stack is the
-// same interrupt path nap after nap. Every waker is "[hardirq]" by hrtimer_wakeup, its
-// outermost frame the interrupt's entry (not the idle loop it came in on), the naps' time and
-// number are their truth, and with --check-replays no replay differs from its unwind.
-TEST(KernelMemo, InterruptWakerStacksReplayed) {
-  TempDir dir;
-  RecordRun r = record_and_script(dir, "--check-replays -- " + kWorkloads + "wl_sleep -n 80 -m 3");
-  expect_clean(r);
-  ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
-  const Truth& t = r.truth[0];
-  Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
-  expect_truth_blocks(b);
-  ASSERT_FALSE(b.wakers.empty());
-  for (const ScriptSample* w : b.wakers) {
-    EXPECT_EQ(w->comm, "[hardirq]");
-    EXPECT_TRUE(w->has_frame("hrtimer_wakeup")) << frames_of(*w);
-    ASSERT_FALSE(w->frames.empty());
-    EXPECT_NE(w->frames.back().sym.find("_interrupt"), std::string::npos) << frames_of(*w);
-    EXPECT_NE(w->frames.back().sym.rfind("asm_", 0), 0u) << "the entry stub's frame: " << frames_of(*w);
-    EXPECT_FALSE(has_any_frame(*w, {"do_idle", "cpu_startup_entry"})) << frames_of(*w);
-  }
-  // The thread's blocked stacks alone replay at most one a nap (all but the first): more
-  // than one and a half a nap needs the interrupts' stacks replayed too (none were before:
-  // each was unwound by bpf_get_stackid(), whole).
-  const uint64_t replayed = replayed_kernel_stacks(r.record.err);
-  EXPECT_GE(replayed, t.count + t.count / 2) << r.record.err;
-  const auto checked = checked_replays(r.record.err);
-  ASSERT_TRUE(checked.has_value()) << r.record.err;
-  EXPECT_EQ(checked->first, replayed) << "every replay unwound as well";
-  EXPECT_EQ(checked->second, 0u) << "replays that differ from their unwind";
-}
-
 }  // namespace
 }  // namespace offwake::test
