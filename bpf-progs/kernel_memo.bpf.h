@@ -379,13 +379,13 @@ struct {
 /* The kernel stack of code in an interrupt, which starts at win->sp: unwound
  * (bpf_get_stack()), its frames placed in win (kstack_place, into memo `m`), and stored.
  * `*placed`: how many frames were placed and stored, all of them, or 0 if not all: then the
- * stack is stored as unwound, and not remembered. On this CPU's interrupt stack (an
+ * stack is stored as unwound, and not remembered. On this CPU's interrupt stack (a hard
  * interrupt that came in kernel mode), the unwind goes on into the stack the interrupt came
  * in on: whatever this CPU was doing, the idle loop or any thread's system call, which woke
  * no one. The stack is cut there, where its placed frames end at the outermost word of the
- * interrupt stack, and the waker ("[hardirq]", "[softirq]") is named by the interrupt's path
- * alone, as it is for an interrupt from user space, which runs on the thread's own kernel
- * stack with nothing under its entry. */
+ * interrupt stack, and the waker ("[hardirq]") is named by the interrupt's path alone, as it
+ * is for an interrupt from user space, which runs on the thread's own kernel stack with
+ * nothing under its entry. */
 static __always_inline __s64 unwound_interrupt_stack(void *ctx, struct scratch *s, struct kstack_window *win,
 						     struct kstack_memo *m, __u32 *placed, struct offwake_counters *c)
 {
@@ -408,8 +408,7 @@ static __always_inline __s64 unwound_interrupt_stack(void *ctx, struct scratch *
 /* A waker's kernel stack in an interrupt, from win->sp (win->avail words up to the top of
  * the stack it is on): checked against this CPU's memos of interrupts at that site first,
  * else unwound, cut to the interrupt's frames and remembered. On pgbench, a hard interrupt
- * waking a task from the idle loop, unwound each time, cost about 14 us: 1.5 wakers a
- * transaction were interrupts, 0.7 of them on the interrupt stack. */
+ * waking a task from the idle loop, unwound each time, cost about 14 us. */
 static __always_inline __s64 interrupt_kernel_stack(void *ctx, struct scratch *s, struct kstack_window *win,
 						    struct offwake_counters *c)
 {
@@ -467,7 +466,10 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, __u32 irq
 	win->avail = kstack_words_above(cur, win->sp, s);
 	win->irq_stack = 0;
 	if (!win->avail) {
-		win->avail = irq_stack_words_above(win->sp, KMEMO_WORDS);
+		/* A softirq on the interrupt stack may run there for a task's local_bh_enable()
+		 * (do_softirq_own_stack: loopback networking), whose path below it is the
+		 * waker's: kept whole, unwound each time. A hard interrupt's is what it came in on. */
+		win->avail = irq & OFFWAKE_WAKER_HARDIRQ ? irq_stack_words_above(win->sp, KMEMO_WORDS) : 0;
 		win->irq_stack = 1;
 		if (win->avail)
 			return interrupt_kernel_stack(ctx, s, win, c);

@@ -663,7 +663,10 @@ TEST(Record, PipeOnStdoutIsPipeMode) {
 // program keeps the name for a kernel that would. perf-offwake-record(1) says so.
 //
 // A wakeup from softirq context (loopback UDP delivery) is the "[softirq]" pseudo-thread,
-// with the softirq's kernel stack, never the task the softirq interrupted.
+// with the softirq's kernel stack, never the task the softirq interrupted. The softirq runs
+// on the sender's way out of its send (local_bh_enable, on the CPU's interrupt stack), and
+// its stack goes on into the sender's system call, which raised it: not cut where a hard
+// interrupt's is (bpf-progs/kernel_memo.bpf.h).
 TEST(Record, SoftirqWakerIsNamedSo) {
   TempDir dir;
   auto r = record(dir, "-- " + kWorkloads + "wl_udp -n 10 -m 20");
@@ -677,6 +680,9 @@ TEST(Record, SoftirqWakerIsNamedSo) {
     EXPECT_TRUE(w->has_frame("net_rx_action")) << "not the softirq's stack";
     EXPECT_FALSE(w->has_user_frames());
   }
+  EXPECT_TRUE(std::any_of(b.wakers.begin(), b.wakers.end(),
+                          [](const ScriptSample* w) { return w->has_frame("do_syscall_64"); }))
+      << "no softirq stack reaches the sender's system call";
 }
 
 // --on-cpu samples only the recorded threads: a spinner next to the command is not in the file.
