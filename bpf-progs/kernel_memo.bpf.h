@@ -31,9 +31,9 @@
  * more places than four sites hold apart, and an unwind costs 10 to 30 us on this kind of
  * machine where a check costs under one: at --sample-period 1000, 0.36 and 0.30 stacks of
  * tasks a transaction were unwound with four sites, 0.08 and 0.09 with eight (two rounds,
- * alternated, 2026-12-04; the rest, 0.10, were wakers in interrupts, since remembered per CPU:
- * interrupt_kernel_stack). A stack deeper than
- * KMEMO_FRAMES frames or KMEMO_WORDS words is not remembered. */
+ * alternated, 2026-12-04; the rest, 0.10, were wakers in interrupts, hard interrupts'
+ * since remembered per CPU: interrupt_kernel_stack). A stack deeper than KMEMO_FRAMES frames
+ * or KMEMO_WORDS words is not remembered. */
 #ifndef OFFWAKE_KERNEL_MEMO_BPF_H
 #define OFFWAKE_KERNEL_MEMO_BPF_H
 
