@@ -56,6 +56,27 @@ static __always_inline __u32 irq_stack_words_above(__u64 sp, __u32 max_words)
 	return (__u32)((top - sp) / 8);
 }
 
+/* The bounds of the kernel's noinstr text, where x86-64's interrupt entries (common_interrupt,
+ * sysvec_*) are: text symbols, in kallsyms without CONFIG_KALLSYMS_ALL. 0 if missing. */
+extern const void __noinstr_text_start __ksym __weak;
+extern const void __noinstr_text_end __ksym __weak;
+
+/* Whether the code on this CPU's interrupt stack, the `words` words from `sp` to its top
+ * (irq_stack_words_above), was called onto it by an interrupt's entry: the outermost word is
+ * the return address of that call, into the entry (noinstr text). A softirq there runs either
+ * at the end of a hard interrupt, which came in on what woke no one (the idle loop, any
+ * thread's system call), or for a task's local_bh_enable() (do_softirq_own_stack, as in
+ * loopback networking), whose path below it is the waker's: told apart by this. */
+static __always_inline int irq_stack_entered_by_interrupt(__u64 sp, __u32 words)
+{
+	__u64 ret = 0, start = (__u64)&__noinstr_text_start, end = (__u64)&__noinstr_text_end;
+
+	if (!words || !start || end <= start ||
+	    bpf_probe_read_kernel(&ret, sizeof(ret), (void *)(sp + ((__u64)words - 1) * 8)))
+		return 0;
+	return ret >= start && ret < end;
+}
+
 /* Which interrupt context, if any, the current code runs in (OFFWAKE_WAKER_* bits). Only
  * preempt_count() tells: the stack the code runs on does not. x86-64 runs an interrupt that
  * came from user space on the interrupted task's own kernel stack (the CPU's interrupt stack

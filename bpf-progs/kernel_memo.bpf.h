@@ -31,8 +31,8 @@
  * more places than four sites hold apart, and an unwind costs 10 to 30 us on this kind of
  * machine where a check costs under one: at --sample-period 1000, 0.36 and 0.30 stacks of
  * tasks a transaction were unwound with four sites, 0.08 and 0.09 with eight (two rounds,
- * alternated, 2026-12-04; the rest, 0.10, were wakers in interrupts, hard interrupts'
- * since remembered per CPU: interrupt_kernel_stack). A stack deeper than KMEMO_FRAMES frames
+ * alternated, 2026-12-04; the rest, 0.10, were wakers in interrupts, since remembered per
+ * CPU: interrupt_kernel_stack). A stack deeper than KMEMO_FRAMES frames
  * or KMEMO_WORDS words is not remembered. */
 #ifndef OFFWAKE_KERNEL_MEMO_BPF_H
 #define OFFWAKE_KERNEL_MEMO_BPF_H
@@ -380,12 +380,12 @@ struct {
  * (bpf_get_stack()), its frames placed in win (kstack_place, into memo `m`), and stored.
  * `*placed`: how many frames were placed and stored, all of them, or 0 if not all: then the
  * stack is stored as unwound, and not remembered. On this CPU's interrupt stack (a hard
- * interrupt that came in kernel mode), the unwind goes on into the stack the interrupt came
+ * interrupt that came in kernel mode, or a softirq at its end), the unwind goes on into the stack the interrupt came
  * in on: whatever this CPU was doing, the idle loop or any thread's system call, which woke
  * no one. The stack is cut there, where its placed frames end at the outermost word of the
- * interrupt stack, and the waker ("[hardirq]") is named by the interrupt's path alone, as it
- * is for an interrupt from user space, which runs on the thread's own kernel stack with
- * nothing under its entry. */
+ * interrupt stack, and the waker ("[hardirq]", "[softirq]") is named by the interrupt's
+ * path alone, as it is for an interrupt from user space, which runs on the thread's own
+ * kernel stack with nothing under its entry. */
 static __always_inline __s64 unwound_interrupt_stack(void *ctx, struct scratch *s, struct kstack_window *win,
 						     struct kstack_memo *m, __u32 *placed, struct offwake_counters *c)
 {
@@ -466,12 +466,14 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, __u32 irq
 	win->avail = kstack_words_above(cur, win->sp, s);
 	win->irq_stack = 0;
 	if (!win->avail) {
-		/* A softirq on the interrupt stack may run there for a task's local_bh_enable()
-		 * (do_softirq_own_stack: loopback networking), whose path below it is the
-		 * waker's: kept whole, unwound each time. A hard interrupt's is what it came in on. */
-		win->avail = irq & OFFWAKE_WAKER_HARDIRQ ? irq_stack_words_above(win->sp, KMEMO_WORDS) : 0;
+		/* On this CPU's interrupt stack: a hard interrupt, or a softirq at its end, came in
+		 * on what woke no one, and is remembered per CPU and cut there. A softirq there
+		 * for a task's local_bh_enable() (do_softirq_own_stack: loopback networking) goes
+		 * on into the waker's own path, the sender's system call: kept whole, unwound each
+		 * time. */
+		win->avail = irq_stack_words_above(win->sp, KMEMO_WORDS);
 		win->irq_stack = 1;
-		if (win->avail)
+		if (win->avail && ((irq & OFFWAKE_WAKER_HARDIRQ) || irq_stack_entered_by_interrupt(win->sp, win->avail)))
 			return interrupt_kernel_stack(ctx, s, win, c);
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
 	}

@@ -32,5 +32,5 @@ WL_NOINLINE uint64_t wl_bad_frame_sleep(long ms)
 
 int main(int argc, char **argv)
 {
-	return wl_timer_sleeps_main(argc, argv, wl_bad_frame_sleep, "wl_bad_frame_sleep");
+	return wl_timer_sleeps_main(argc, argv, wl_bad_frame_sleep, "wl_bad_frame_sleep", "[hardirq]");
 }

@@ -184,11 +184,12 @@ static inline void wl_on_stop(int sig)
 }
 
 /* main() of a workload that sleeps COUNT times for MS milliseconds in `sleep_for` (which
- * returns the time it blocked) and is woken by the timer interrupt. Inlined: no frame of its
+ * returns the time it blocked) and is woken by a timer: in the hard interrupt ("[hardirq]",
+ * `waker`) or in the timer softirq ("[softirq]"). Inlined: no frame of its
  * own between main and `sleep_for`. */
 static inline __attribute__((always_inline)) int wl_timer_sleeps_main(int argc, char **argv,
 								  uint64_t (*sleep_for)(long ms),
-								  const char *name)
+								  const char *name, const char *waker)
 {
 	long count = 20, ms = 20, i;
 	uint64_t blocked = 0, ns, shortest = UINT64_MAX, longest = 0, *spans = NULL;
@@ -218,7 +219,7 @@ static inline __attribute__((always_inline)) int wl_timer_sleeps_main(int argc, 
 			longest = ns;
 	}
 	count = i;
-	wl_print_truth(wl_gettid(), name, blocked, count, 0, "[hardirq]");
+	wl_print_truth(wl_gettid(), name, blocked, count, 0, waker);
 	/* The extremes, for bounds on single blocks. */
 	printf("naps shortest_ns=%llu longest_ns=%llu\n", (unsigned long long)shortest, (unsigned long long)longest);
 	for (i = 0; spans && i < count; i++)

@@ -19,5 +19,5 @@ WL_NOINLINE uint64_t wl_sleep_for(long ms)
 
 int main(int argc, char **argv)
 {
-	return wl_timer_sleeps_main(argc, argv, wl_sleep_for, "wl_sleep_for");
+	return wl_timer_sleeps_main(argc, argv, wl_sleep_for, "wl_sleep_for", "[hardirq]");
 }
