@@ -77,6 +77,50 @@ static __always_inline int irq_stack_entered_by_interrupt(__u64 sp, __u32 words)
 	return ret >= start && ret < end;
 }
 
+/* The bounds of the kernel's interrupt and exception entry stubs (asm_common_interrupt,
+ * asm_sysvec_*), text symbols too; 0 if missing. */
+extern const void __irqentry_text_start __ksym __weak;
+extern const void __irqentry_text_end __ksym __weak;
+
+struct entry_stub_find {
+	const __u64 *ips;
+	__u64 start, end;
+	__u32 found; /* the first stub's index; the frames' count if none */
+};
+
+static long entry_stub_frame(__u32 i, void *data)
+{
+	struct entry_stub_find *f = data;
+	__u64 ip;
+
+	if (i >= OFFWAKE_MAX_STACK_DEPTH)
+		return 1;
+	ip = f->ips[i];
+	if (ip >= f->start && ip < f->end) {
+		f->found = i;
+		return 1;
+	}
+	return 0;
+}
+
+/* The index of the first of the `nr` frames `ips` (leaf first) that is an entry stub: an
+ * interrupt's stack ends above it, at the handler's entry, and what lies below (what the
+ * interrupt came in on, another interrupt's softirq for one that nested) woke no one. The
+ * conversion cuts the same frame (aggregate_samples.cpp). `nr` if there is none. */
+static __always_inline __u32 first_entry_stub(const __u64 *ips, __u32 nr)
+{
+	struct entry_stub_find f = {
+		.ips = ips,
+		.start = (__u64)&__irqentry_text_start,
+		.end = (__u64)&__irqentry_text_end,
+		.found = nr,
+	};
+
+	if (f.start && f.end > f.start)
+		bpf_loop(nr, entry_stub_frame, &f, 0);
+	return f.found;
+}
+
 /* Which interrupt context, if any, the current code runs in (OFFWAKE_WAKER_* bits). Only
  * preempt_count() tells: the stack the code runs on does not. x86-64 runs an interrupt that
  * came from user space on the interrupted task's own kernel stack (the CPU's interrupt stack

@@ -36,10 +36,8 @@ perfdata::SampleRecord AggregateSamples::sample(uint64_t id, uint32_t pid, uint3
 // entry (sysvec_*, common_interrupt, ...), the frame above its entry stub (asm_sysvec_*,
 // asm_common_interrupt, ...): below that is whatever code the interrupt hit, which woke
 // nobody and would split one waker into as many stacks. The BPF programs already end there
-// a hard interrupt's stack on the CPU's interrupt stack (kernel_memo.bpf.h), whose stub's
-// frame lies on the stack the interrupt came in on; an interrupt from user space, on the
-// thread's own stack, and a stack from the tracepoint back end go on, and are cut here the
-// same way.
+// the stacks of interrupts they remember (first_entry_stub, bpf-progs/irq.bpf.h); a stack
+// from the tracepoint back end, and one unwound whole, go on, and are cut here the same way.
 perfdata::SampleRecord AggregateSamples::waker_sample(uint64_t id, uint32_t flags, uint32_t tgid, uint32_t tid,
                                                       uint64_t time, uint64_t period, StackIds stacks) {
   if (const PseudoWaker* p = pseudo_waker(flags)) tgid = tid = p->tid;
