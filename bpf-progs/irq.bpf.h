@@ -61,20 +61,21 @@ static __always_inline __u32 irq_stack_words_above(__u64 sp, __u32 max_words)
 extern const void __noinstr_text_start __ksym __weak;
 extern const void __noinstr_text_end __ksym __weak;
 
-/* Whether the code on this CPU's interrupt stack, the `words` words from `sp` to its top
- * (irq_stack_words_above), was called onto it by an interrupt's entry: the outermost word is
- * the return address of that call, into the entry (noinstr text). A softirq there runs either
- * at the end of a hard interrupt, which came in on what woke no one (the idle loop, any
- * thread's system call), or for a task's local_bh_enable() (do_softirq_own_stack, as in
- * loopback networking), whose path below it is the waker's: told apart by this. */
-static __always_inline int irq_stack_entered_by_interrupt(__u64 sp, __u32 words)
+/* Whether kernel text from `start` to `end` (linker symbols, 0 if missing) holds `ip`. */
+static __always_inline int text_holds(const void *start, const void *end, __u64 ip)
 {
-	__u64 ret = 0, start = (__u64)&__noinstr_text_start, end = (__u64)&__noinstr_text_end;
+	return start && end > start && ip >= (__u64)start && ip < (__u64)end;
+}
 
-	if (!words || !start || end <= start ||
-	    bpf_probe_read_kernel(&ret, sizeof(ret), (void *)(sp + ((__u64)words - 1) * 8)))
-		return 0;
-	return ret >= start && ret < end;
+/* Whether the code on this CPU's interrupt stack was called onto it by an interrupt's
+ * entry: the stack's outermost word (up to its top, irq_stack_words_above) is the return
+ * address of that call, into the entry (noinstr text). A softirq there runs either at the
+ * end of a hard interrupt, which came in on what woke no one (the idle loop, any thread's
+ * system call), or for a task's local_bh_enable() (do_softirq_own_stack, as in loopback
+ * networking), whose path below it is the waker's: told apart by this. */
+static __always_inline int irq_stack_entered_by_interrupt(__u64 outermost)
+{
+	return text_holds(&__noinstr_text_start, &__noinstr_text_end, outermost);
 }
 
 /* The bounds of the kernel's interrupt and exception entry stubs (asm_common_interrupt,
@@ -84,7 +85,6 @@ extern const void __irqentry_text_end __ksym __weak;
 
 struct entry_stub_find {
 	const __u64 *ips;
-	__u64 start, end;
 	__u32 found; /* the first stub's index; the frames' count if none */
 };
 
@@ -96,7 +96,7 @@ static long entry_stub_frame(__u32 i, void *data)
 	if (i >= OFFWAKE_MAX_STACK_DEPTH)
 		return 1;
 	ip = f->ips[i];
-	if (ip >= f->start && ip < f->end) {
+	if (text_holds(&__irqentry_text_start, &__irqentry_text_end, ip)) {
 		f->found = i;
 		return 1;
 	}
@@ -109,14 +109,9 @@ static long entry_stub_frame(__u32 i, void *data)
  * conversion cuts the same frame (aggregate_samples.cpp). `nr` if there is none. */
 static __always_inline __u32 first_entry_stub(const __u64 *ips, __u32 nr)
 {
-	struct entry_stub_find f = {
-		.ips = ips,
-		.start = (__u64)&__irqentry_text_start,
-		.end = (__u64)&__irqentry_text_end,
-		.found = nr,
-	};
+	struct entry_stub_find f = { .ips = ips, .found = nr };
 
-	if (f.start && f.end > f.start)
+	if (&__irqentry_text_start) /* else none is found */
 		bpf_loop(nr, entry_stub_frame, &f, 0);
 	return f.found;
 }

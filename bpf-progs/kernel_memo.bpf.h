@@ -413,15 +413,25 @@ static __always_inline __s64 unwound_interrupt_stack(void *ctx, struct scratch *
 	return store_stack(s, OFFWAKE_KERNEL, c);
 }
 
+/* The outermost word of the stack memory in `win` (its last of win->avail); 0 if none. */
+static __always_inline __u64 window_outermost_word(const struct kstack_window *win)
+{
+	__u64 w = 0;
+
+	if (win->avail)
+		bpf_probe_read_kernel(&w, sizeof(w), (void *)(win->sp + ((__u64)win->avail - 1) * 8));
+	return w;
+}
+
 /* A waker's kernel stack in an interrupt, from win->sp (win->avail words up to the top of
- * the stack it is on): checked against this CPU's memos of interrupts at that site first,
- * else unwound, cut to the interrupt's frames and remembered. On pgbench, a hard interrupt
- * waking a task from the idle loop, unwound each time, cost about 14 us. */
+ * the stack it is on, whose outermost word is `outermost`): checked against this CPU's
+ * memos of interrupts at that site first, else unwound, cut to the interrupt's frames and
+ * remembered. On pgbench, a hard interrupt waking a task from the idle loop, unwound each
+ * time, cost about 14 us. */
 static __always_inline __s64 interrupt_kernel_stack(void *ctx, struct scratch *s, struct kstack_window *win,
-						    struct offwake_counters *c)
+						    __u64 outermost, struct offwake_counters *c)
 {
 	__u32 zero = 0, placed, way;
-	__u64 outermost = 0;
 	struct irq_kstack_memos *memos = bpf_map_lookup_elem(&irq_kstack_memos, &zero);
 	struct kstack_memo_set *set;
 	struct kstack_memo *m;
@@ -429,7 +439,6 @@ static __always_inline __s64 interrupt_kernel_stack(void *ctx, struct scratch *s
 
 	if (!memos)
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
-	bpf_probe_read_kernel(&outermost, sizeof(outermost), (void *)(win->sp + ((__u64)win->avail - 1) * 8));
 	set = &memos->site[memo_site_of(outermost ^ ((__u64)win->avail << 48), IRQ_KMEMO_SITE_BITS) &
 			   (IRQ_KMEMO_SITES - 1)];
 	COUNT(c, stack_captures[OFFWAKE_KERNEL]);
@@ -466,6 +475,7 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, __u32 irq
 	struct scratch *s = scratch_slot(slot);
 	struct kstack_window *win = bpf_map_lookup_elem(&kstack_windows, &slot);
 	struct kstack_memo_set *m;
+	__u64 outermost;
 	__s64 id;
 
 	if (!s || !win)
@@ -481,12 +491,13 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, __u32 irq
 		 * time. */
 		win->avail = irq_stack_words_above(win->sp, KMEMO_WORDS);
 		win->irq_stack = 1;
-		if (win->avail && ((irq & OFFWAKE_WAKER_HARDIRQ) || irq_stack_entered_by_interrupt(win->sp, win->avail)))
-			return interrupt_kernel_stack(ctx, s, win, c);
+		outermost = window_outermost_word(win);
+		if (win->avail && ((irq & OFFWAKE_WAKER_HARDIRQ) || irq_stack_entered_by_interrupt(outermost)))
+			return interrupt_kernel_stack(ctx, s, win, outermost, c);
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
 	}
 	if (irq & OFFWAKE_WAKER_IRQ_MASK)
-		return interrupt_kernel_stack(ctx, s, win, c);
+		return interrupt_kernel_stack(ctx, s, win, window_outermost_word(win), c);
 	m = kstack_memo_of(cur, MEMO_WAKER, 1);
 	COUNT(c, stack_captures[OFFWAKE_KERNEL]);
 	id = kstack_memo_lookup(m, win);

@@ -184,9 +184,9 @@ static inline void wl_on_stop(int sig)
 }
 
 /* main() of a workload that sleeps COUNT times for MS milliseconds in `sleep_for` (which
- * returns the time it blocked) and is woken by a timer: in the hard interrupt ("[hardirq]",
- * `waker`) or in the timer softirq ("[softirq]"). Inlined: no frame of its
- * own between main and `sleep_for`. */
+ * returns the time it blocked) and is woken by a timer in `waker`, the interrupt context its
+ * truth line names: "[hardirq]" (an hrtimer) or "[softirq]" (the timer wheel). Inlined: no
+ * frame of its own between main and `sleep_for`. */
 static inline __attribute__((always_inline)) int wl_timer_sleeps_main(int argc, char **argv,
 								  uint64_t (*sleep_for)(long ms),
 								  const char *name, const char *waker)

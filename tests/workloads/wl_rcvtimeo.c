@@ -1,7 +1,8 @@
 /* One thread waits COUNT times for MS milliseconds in wl_rcvtimeo_wait: a read of a UDP
- * socket nobody sends to (read(), the same as recv()), with a receive timeout (SO_RCVTIMEO). The socket's wait ends on a
- * timer of the timer wheel (schedule_timeout), whose callbacks run in the timer softirq, not
- * in the hard interrupt: the expected waker is "[softirq]" with tid 0. On an idle CPU that
+ * socket nobody sends to (read(), the same as recv()), with a receive timeout (SO_RCVTIMEO).
+ * The socket's wait ends on a timer of the timer wheel (schedule_timeout), whose callbacks
+ * run in the timer softirq, not in the hard interrupt: the expected waker is "[softirq]"
+ * with tid 0. On an idle CPU that
  * softirq runs at the end of the timer interrupt, on the CPU's interrupt stack. */
 #define _GNU_SOURCE
 #include <errno.h>
