@@ -21,20 +21,18 @@ static __always_inline __u64 this_cpu_rq(void)
 	return cfs ? (__u64)cfs->rq : 0;
 }
 
-/* This CPU's preempt_count. Returns -1 if it cannot be read. */
+/* This CPU's preempt_count (an int, the low half of the word on little-endian x86-64).
+ * Returns -1 if its place is not known; one that cannot be read is 0. */
 static __always_inline long preempt_count(void)
 {
 	__u64 rq;
-	__u32 pc = 0;
 
 	if (!cfg.irq_detect)
 		return -1;
 	rq = this_cpu_rq();
 	if (!rq)
 		return -1;
-	if (bpf_probe_read_kernel(&pc, sizeof(pc), (void *)(rq + cfg.preempt_count_from_rq)))
-		return -1;
-	return pc;
+	return (__u32)kernel_word(rq + cfg.preempt_count_from_rq);
 }
 
 /* Words from `sp` to the top of this CPU's interrupt stack, where a hard interrupt that came
@@ -44,13 +42,14 @@ static __always_inline long preempt_count(void)
  * is not within `max_words` below that top, or the top is not known. */
 static __always_inline __u32 irq_stack_words_above(__u64 sp, __u32 max_words)
 {
-	__u64 rq, top = 0;
+	__u64 rq, top;
 
 	if (!cfg.irq_stack_ptr_from_rq || (sp & 7))
 		return 0;
 	rq = this_cpu_rq();
-	if (!rq || bpf_probe_read_kernel(&top, sizeof(top), (void *)(rq + cfg.irq_stack_ptr_from_rq)))
+	if (!rq)
 		return 0;
+	top = kernel_word(rq + cfg.irq_stack_ptr_from_rq);
 	if (!top || sp >= top || top - sp > (__u64)max_words * 8)
 		return 0;
 	return (__u32)((top - sp) / 8);

@@ -416,11 +416,7 @@ static __always_inline __s64 unwound_interrupt_stack(void *ctx, struct scratch *
 /* The outermost word of the stack memory in `win` (its last of win->avail); 0 if none. */
 static __always_inline __u64 window_outermost_word(const struct kstack_window *win)
 {
-	__u64 w = 0;
-
-	if (win->avail)
-		bpf_probe_read_kernel(&w, sizeof(w), (void *)(win->sp + ((__u64)win->avail - 1) * 8));
-	return w;
+	return win->avail ? kernel_word(win->sp + ((__u64)win->avail - 1) * 8) : 0;
 }
 
 /* A waker's kernel stack in an interrupt, from win->sp (win->avail words up to the top of
