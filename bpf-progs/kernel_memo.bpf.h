@@ -76,8 +76,9 @@ struct {
 	__type(value, struct kstack_memos);
 } kstack_memos SEC(".maps");
 
-/* The kernel stack memory read at once, per CPU and scratch slot (SLOT_*): where the stack
- * starts, how many words from there are readable, and those read. */
+/* Kernel stack memory, per CPU and scratch slot (SLOT_*): where the stack starts, how many
+ * words from there are readable, and those read at once to place an unwind's frames (a
+ * check reads its words in place, or from here without bpf_rdonly_cast()). */
 struct kstack_window {
 	__u64 sp;
 	__u32 avail;
@@ -122,10 +123,20 @@ struct kstack_check {
 	const struct kstack_memo *m;
 	const struct kstack_window *win;
 	__s64 shift;       /* words from this stack's start to the remembered one's */
-	__u64 words;       /* words read into the window this time */
+	__u64 words;       /* words of the stack the check may read */
 	__u32 outermost;   /* the last frame's index */
 	__u32 differs;
+	__u32 in_place;    /* the words are read where they are (kernel_word), not from win->w */
 };
+
+/* Word `at` of the stack being checked, `at` < k->words: read in place, one guarded load,
+ * where the kernel has bpf_rdonly_cast(); else from the window, read whole before. */
+static __always_inline __u64 kstack_check_word(const struct kstack_check *k, __u64 at)
+{
+	if (k->in_place)
+		return kernel_word(k->win->sp + at * 8);
+	return at < KMEMO_WORDS ? k->win->w[at] : 0;
+}
 
 static long kstack_check_frame(__u32 i, void *data)
 {
@@ -136,12 +147,12 @@ static long kstack_check_frame(__u32 i, void *data)
 		return 1;
 	at = k->m->at[i];
 	ip = k->m->ip[i];
-	if (at < k->words && at < KMEMO_WORDS && k->win->w[at] == ip)
+	if (at < k->words && kstack_check_word(k, at) == ip)
 		return 0;
 	/* Only the outermost frame may lie above the random gap: at its own address. */
 	if (i == k->outermost) {
 		at += k->shift;
-		if (at < k->words && at < KMEMO_WORDS && k->win->w[at] == ip)
+		if (at < k->words && kstack_check_word(k, at) == ip)
 			return 0;
 	}
 	k->differs = 1;
@@ -180,7 +191,10 @@ __noinline __s64 kstack_memo_check(const struct kstack_memo *m, struct kstack_wi
 		need = win->avail;
 	if (need <= 0 || need > KMEMO_WORDS)
 		return -1;
-	if (bpf_probe_read_kernel(win->w, need * 8, (void *)win->sp))
+	/* A check reads one word a frame: each in place costs a load, where copying the stack
+	 * up to the outermost frame first (a helper call, some KiB) cost more than the check. */
+	k.in_place = bpf_rdonly_cast != 0;
+	if (!k.in_place && bpf_probe_read_kernel(win->w, need * 8, (void *)win->sp))
 		return -1;
 	k.m = m;
 	k.win = win;
