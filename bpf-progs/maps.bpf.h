@@ -59,6 +59,13 @@ struct {
 const volatile __u32 switch_windows = 0; /* set by the loader for --switch-output */
 __u32 agg_window = 0;
 
+/* Changed before each change to the map unwind_processes (unwind_tables.bpf.h) that a thread
+ * living now could see: by user space before it publishes a process's tables, by the exec
+ * program before it deletes them. While it stays as it was, no process's tables have changed,
+ * and a remembered walk need not look its process's up to know they are the same
+ * (walk_memo.bpf.h). A fork's copy for its new process changes nothing a living thread had. */
+__u32 unwind_tables_epoch = 0;
+
 struct window_busy {
 	__s64 programs[2]; /* programs adding to window 0 and 1 on this CPU now */
 };

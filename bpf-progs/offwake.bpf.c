@@ -354,8 +354,10 @@ int BPF_PROG(offwake_exec, struct task_struct *p)
 	struct offwake_task_block *b;
 	__u32 tgid = p->tgid;
 
-	if (cfg.unwind_tables)
+	if (cfg.unwind_tables) {
+		__sync_fetch_and_add(&unwind_tables_epoch, 1);
 		bpf_map_delete_elem(&unwind_processes, &tgid);
+	}
 	b = task_block(p);
 	if (!b || !(b->flags & (TB_PENDING | TB_DEFER_USER)))
 		return 0;

@@ -196,6 +196,16 @@ static __always_inline void count_walk(struct offwake_counters *c, __u32 end, __
 	c->user_fp_frames += fp_frames;
 }
 
+/* The tables of t's process (0: none, or walks without tables), into the walk about to start. */
+static __always_inline const struct offwake_unwind_process *tables_of(struct task_struct *t, struct walk_memo_head *h)
+{
+	const struct offwake_unwind_process *proc = cfg.unwind_tables ? unwind_process(t) : 0;
+
+	h->tables = proc ? proc->generation : 0;
+	h->tables_known = 1;
+	return proc;
+}
+
 /* Task t's user stack, from the registers it entered the kernel with: the current task's,
  * or (other_task, sleepable programs only) a task that is not running. `cached`: the cache of
  * unwind rules the calling program may use (unwind_cache_for()), 0 none. `role`: the current
@@ -234,23 +244,30 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	s->win_len = 0;
 	s->read.n = 0;
 	s->read.sp0 = run.sp;
-	if (cfg.unwind_tables) {
-		proc = unwind_process(t);
-		if (!proc)
-			COUNT(c, user_walk_no_tables);
-	}
 	if (role < MEMO_ROLES) {
+		/* The process's tables are looked up only if a memo of these registers is older
+		 * than the last change to any process's (the epoch, read first). */
 		h.pc = run.pc;
 		h.sp = run.sp;
 		h.bp = run.bp;
-		h.tables = proc ? proc->generation : 0;
+		h.epoch = *(volatile __u32 *)&unwind_tables_epoch;
 		id = walk_memo_replay(&h, s, run.hi, role);
+		if (id == MEMO_TABLES_UNKNOWN) {
+			proc = tables_of(t, &h);
+			id = walk_memo_replay(&h, s, run.hi, role);
+		}
 		if (id >= 0) {
+			if (cfg.unwind_tables && !h.tables)
+				COUNT(c, user_walk_no_tables);
 			count_walk(c, h.end, h.table_frames, h.fp_frames);
 			COUNT(c, user_walks_replayed);
 			return id;
 		}
 	}
+	if (!h.tables_known)
+		proc = tables_of(t, &h);
+	if (cfg.unwind_tables && !proc)
+		COUNT(c, user_walk_no_tables);
 	if (other_task)
 		walk_task_user_stack(&run, s, proc, t);
 	else

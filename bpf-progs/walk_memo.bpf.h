@@ -7,7 +7,8 @@
  * each at an address that the words before decide. So if a thread enters the kernel again
  * with the same registers and the same tables, and every word the last walk read still holds
  * the value it read, this walk would read the same words, find the same frames and end the
- * same way: its stack is the stored one. Checking that costs the reads alone, not the rule of
+ * same way: its stack is the stored one. The tables are the same without a lookup while no
+ * process's have changed since the walk (unwind_tables_epoch, maps.bpf.h). Checking that costs the reads alone, not the rule of
  * each frame nor storing the stack again (hashing and comparing its frames). A thread blocks,
  * and wakes others, from the same few places with the same callers again and again: a server's
  * worker waits for its next request in the same loop.
@@ -38,9 +39,13 @@ struct walk_memo_head {
 	__u64 pc, sp, bp;  /* the registers it started from */
 	__s64 stack_id;    /* the stack it stored */
 	__u32 tables;      /* the process's tables: their generation, or 0 if it had none */
+	__u32 epoch;       /* unwind_tables_epoch (maps.bpf.h) as it was before `tables` was
+	                    * looked up: while the epoch is the same, so are the tables */
 	__u32 words;       /* words it read; in a memo, 0: nothing remembered */
 	__u32 end;         /* how it ended (OFFWAKE_WALK_*) */
 	__u16 table_frames, fp_frames; /* its frames, by table and by frame pointer */
+	__u16 tables_known; /* of a walk about to start: `tables` was looked up (else the epoch
+	                     * alone can tell a memo's tables are its) */
 };
 
 struct walk_memo {
@@ -120,26 +125,44 @@ static long replay_word(__u32 i, void *data)
 	return 0;
 }
 
-/* Whether memo m's walk started where `h` starts: the same registers and tables. */
+/* What walk_memo_replay() returns for a memo of the same registers whose tables only a lookup
+ * can tell (the epoch changed since): the caller looks them up and asks again. */
+#define MEMO_TABLES_UNKNOWN (-2)
+
+/* Whether memo m's walk started where `h` starts: the same registers and tables. Its tables are
+ * the same if no process's have changed since (the same epoch) or, looked up, they are the same
+ * generation. 0: not the same, MEMO_TABLES_UNKNOWN: the same registers, the tables not looked
+ * up, 1: the same. */
 static __always_inline int walk_memo_starts_as(const struct walk_memo *m, const struct walk_memo_head *h)
 {
-	return m->h.pc == h->pc && m->h.sp == h->sp && m->h.bp == h->bp && m->h.tables == h->tables;
+	if (m->h.pc != h->pc || m->h.sp != h->sp || m->h.bp != h->bp)
+		return 0;
+	if (m->h.epoch == h->epoch)
+		return 1;
+	if (!h->tables_known)
+		return MEMO_TABLES_UNKNOWN;
+	return m->h.tables == h->tables;
 }
 
 /* The stack of memo m, if the walk that `h` is about to start (pc, sp, bp, tables) from the
- * current task's registers repeats it: then `h` gets how that walk ended and its frames. -1
- * if not. `s`: the walk's scratch slot, `hi`: the top of the thread's stack. A global
- * function, verified once. */
-__noinline __s64 walk_memo_replay_one(const struct walk_memo *m, struct walk_memo_head *h, struct scratch *s, __u64 hi)
+ * current task's registers repeats it: then `h` gets how that walk ended, its tables and its
+ * frames, and m, found by its tables, the epoch of `h`. -1 if not; MEMO_TABLES_UNKNOWN if it
+ * may, once `h` has its tables. `s`: the walk's scratch slot, `hi`: the top of the thread's
+ * stack. A global function, verified once. */
+__noinline __s64 walk_memo_replay_one(struct walk_memo *m, struct walk_memo_head *h, struct scratch *s, __u64 hi)
 {
 	struct replay_ctx r = {};
 	__u32 n;
+	int same;
 
 	if (!m || !h || !s)
 		return -1;
 	n = m->h.words;
-	if (!n || n > WALK_MEMO_WORDS || !walk_memo_starts_as(m, h))
+	if (!n || n > WALK_MEMO_WORDS)
 		return -1;
+	same = walk_memo_starts_as(m, h);
+	if (same != 1)
+		return same ? MEMO_TABLES_UNKNOWN : -1;
 	r.w.s = s;
 	r.w.sp = h->sp;
 	r.sp0 = h->sp;
@@ -148,6 +171,9 @@ __noinline __s64 walk_memo_replay_one(const struct walk_memo *m, struct walk_mem
 	bpf_loop(n, replay_word, &r, 0);
 	if (r.differs)
 		return -1;
+	/* The tables were the memo's at that epoch: h's was read before they were looked up. */
+	m->h.epoch = h->epoch;
+	h->tables = m->h.tables;
 	h->end = m->h.end;
 	h->table_frames = m->h.table_frames;
 	h->fp_frames = m->h.fp_frames;
@@ -157,13 +183,14 @@ __noinline __s64 walk_memo_replay_one(const struct walk_memo *m, struct walk_mem
 /* The same against the task's memos for `role` at the walk's site: the newest first, then
  * the other, which becomes the newest if it is the one repeated. Two paths to one call with
  * the same registers (a function called from two places) differ only in their words: each
- * keeps its way. */
+ * keeps its way. MEMO_TABLES_UNKNOWN if neither was repeated and one may be, once `h` has its
+ * tables. */
 __noinline __s64 walk_memo_replay(struct walk_memo_head *h, struct scratch *s, __u64 hi, __u32 role)
 {
 	struct walk_memos *memos;
 	struct walk_memo_set *set;
 	__u32 way;
-	__s64 id;
+	__s64 id, first;
 
 	if (!h || !s || role >= MEMO_ROLES)
 		return -1;
@@ -172,13 +199,15 @@ __noinline __s64 walk_memo_replay(struct walk_memo_head *h, struct scratch *s, _
 		return -1;
 	set = &memos->m[role & 1][memo_site(h->pc)];
 	way = memo_newest(set->newest);
-	id = walk_memo_replay_one(&set->way[way], h, s, hi);
-	if (id >= 0)
-		return id;
+	first = walk_memo_replay_one(&set->way[way], h, s, hi);
+	if (first >= 0)
+		return first;
 	way = memo_next_way(way);
 	id = walk_memo_replay_one(&set->way[way], h, s, hi);
 	if (id >= 0)
 		set->newest = way;
+	else if (first == MEMO_TABLES_UNKNOWN)
+		id = MEMO_TABLES_UNKNOWN;
 	return id;
 }
 

@@ -541,6 +541,7 @@ bool OffwakeBpf::user_task_work() const { return skel_->rodata->cfg.user_task_wo
 bool OffwakeBpf::user_rseq() const { return skel_->rodata->cfg.user_rseq != 0; }
 int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); }
 int OffwakeBpf::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }
+uint32_t* OffwakeBpf::unwind_tables_epoch() const { return &skel_->bss->unwind_tables_epoch; }
 int OffwakeBpf::unwind_processes_fd() const { return bpf_map__fd(skel_->maps.unwind_processes); }
 uint32_t OffwakeBpf::unwind_rows_capacity() const {
   return skel_->rodata->cfg.unwind_tables ? bpf_map__max_entries(skel_->maps.unwind_rows) : 0;

@@ -171,6 +171,9 @@ class OffwakeBpf {
   int events_map_fd() const;
   int unwind_rows_fd() const;       // array of offwake_unwind_row, BPF_F_MMAPABLE
   int unwind_processes_fd() const;  // key tgid, value struct offwake_unwind_process
+  // Changed before each change to unwind_processes (bpf-progs/maps.bpf.h); in the programs'
+  // memory, which outlives any use of it here.
+  uint32_t* unwind_tables_epoch() const;
   uint32_t unwind_rows_capacity() const;  // 0 without tables
   uint32_t stack_depth() const { return stack_depth_; }
   // Whether interrupt-context wakers can be told apart on this kernel (x86: preempt_count

@@ -16,13 +16,15 @@ Result<UnwindMaps> UnwindMaps::open(const OffwakeBpf& bpf) {
   const size_t bytes = size_t{capacity} * sizeof(offwake_unwind_row);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf.unwind_rows_fd(), 0);
   if (p == MAP_FAILED) return Error::from_errno("mapping the unwind table memory");
-  return UnwindMaps(static_cast<offwake_unwind_row*>(p), capacity, bpf.unwind_processes_fd());
+  return UnwindMaps(static_cast<offwake_unwind_row*>(p), capacity, bpf.unwind_processes_fd(),
+                    bpf.unwind_tables_epoch());
 }
 
 UnwindMaps::UnwindMaps(UnwindMaps&& o) noexcept
     : rows_(std::exchange(o.rows_, nullptr)),
       capacity_(std::exchange(o.capacity_, 0)),
       processes_fd_(o.processes_fd_),
+      epoch_(std::exchange(o.epoch_, nullptr)),
       publish_failures_(o.publish_failures_) {}
 
 UnwindMaps::~UnwindMaps() {
@@ -30,6 +32,8 @@ UnwindMaps::~UnwindMaps() {
 }
 
 void UnwindMaps::publish(uint32_t tgid, const offwake_unwind_process* value) {
+  // Before the change: a walk that reads the epoch after it looks the tables up again.
+  __atomic_fetch_add(epoch_, 1, __ATOMIC_SEQ_CST);
   if (!value) {
     bpf_map_delete_elem(processes_fd_, &tgid);  // ENOENT: it had none
     return;

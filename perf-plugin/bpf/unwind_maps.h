@@ -23,18 +23,20 @@ class UnwindMaps {
   ~UnwindMaps();
 
   std::span<offwake_unwind_row> rows() const { return {rows_, capacity_}; }
-  // A process's mappings (value), or their removal (nullptr). A failure (the map full) is
-  // counted: that process is walked by frame pointers.
+  // A process's mappings (value), or their removal (nullptr), after a change of the tables
+  // epoch (so that the walker's memos of its threads look them up again). A failure (the map
+  // full) is counted: that process is walked by frame pointers.
   void publish(uint32_t tgid, const offwake_unwind_process* value);
   uint64_t publish_failures() const { return publish_failures_; }
 
  private:
-  UnwindMaps(offwake_unwind_row* rows, uint32_t capacity, int processes_fd)
-      : rows_(rows), capacity_(capacity), processes_fd_(processes_fd) {}
+  UnwindMaps(offwake_unwind_row* rows, uint32_t capacity, int processes_fd, uint32_t* epoch)
+      : rows_(rows), capacity_(capacity), processes_fd_(processes_fd), epoch_(epoch) {}
 
   offwake_unwind_row* rows_ = nullptr;
   uint32_t capacity_ = 0;
-  int processes_fd_ = -1;  // owned by the skeleton
+  int processes_fd_ = -1;      // owned by the skeleton
+  uint32_t* epoch_ = nullptr;  // in the skeleton's .bss
   uint64_t publish_failures_ = 0;
 };
 
