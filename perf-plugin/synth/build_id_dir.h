@@ -67,9 +67,10 @@ class BuildIdDir {
 
   BuildIdDir(std::string dir, uint64_t max_bytes = kDefaultMaxBytes);
 
-  // Puts the binary `f` maps into the cache. `expected`: the build id the kernel reported for
-  // the mapping (empty if it did not): the file read must have it, and then a file of the same
-  // name outside the process (the host's) will do once the process is gone. Returns the build
+  // Puts the binary `f` maps into the cache. `expected`: the build id known for the mapping
+  // (BuildIdCache: read through the process, or from a file of the same device and inode;
+  // empty if none): the file read must have it, and then a file of the same name outside the
+  // process (the host's) will do once the process is gone. Returns the build
   // id of the file read (or `expected`), empty if none.
   perfdata::BuildId add(const MappedFile& f, const perfdata::BuildId& expected);
 

@@ -30,7 +30,12 @@ Status parse_sampling_event(const std::string& name, SamplingConfig& out) {
 }
 
 // As perf record --all-cgroups sets its tracking event: a cgroup made while recording is
-// reported (PERF_RECORD_CGROUP) with its path, for the samples that name it.
+// reported (PERF_RECORD_CGROUP) with its path, for the samples that name it. No build ids in
+// MMAP2 records (attr.build_id): where one perf event asks for them, the kernel (6.18 here)
+// leaves PERF_RECORD_MISC_MMAP_BUILD_ID set in the records of the same mapping that it then
+// writes to other events, which hold a device and inode instead, and a perf record running
+// beside us aborts reading them (Record.PerfRecordBesideARecordingIsUnharmed). The recorder
+// reads a mapping's build id from its binary (Recorder::write_description).
 static perf_event_attr tracking_attr(bool namespaces) {
   perf_event_attr a = base_perf_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
   a.sample_period = 1;
@@ -38,7 +43,6 @@ static perf_event_attr tracking_attr(bool namespaces) {
   a.comm_exec = 1;
   a.mmap = 1;
   a.mmap2 = 1;
-  a.build_id = 1;
   a.task = 1;
   a.cgroup = 1;
   a.namespaces = namespaces;  // --namespaces: a task's at fork, unshare and setns

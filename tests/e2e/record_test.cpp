@@ -24,6 +24,8 @@
 #include "support/perf_script.h"
 #include "support/raw_blocks.h"
 #include "support/run.h"
+#include "support/side_by_side.h"
+#include "support/spawned.h"
 #include "support/truth.h"
 #include "support/usage_error.h"
 
@@ -759,6 +761,31 @@ TEST(Record, WithoutPrivilegesOneLineError) {
   EXPECT_NE(r.err.find("needs root, or CAP_BPF and CAP_PERFMON"), std::string::npos) << r.err;
   struct stat st {};
   EXPECT_NE(stat(dir.file("perf.data").c_str(), &st), 0) << "no output file on failure";
+}
+
+// A system-wide recording leaves a perf record beside it whole. The kernel writes a mapping's
+// MMAP2 record to each perf event that asked for mappings, and where one asked for build ids
+// (attr.build_id) it sets PERF_RECORD_MISC_MMAP_BUILD_ID in that record's header and leaves it
+// set for the events written after it (Linux 6.18 here): their records, which hold a device
+// and inode, say they hold a build id, and Debian's perf 6.1 and perf 6.12 read one of the
+// wrong size and abort ("assertion failed at util/build-id.c", stack smashing) every time
+// (2026-12-05). So the recorder asks for none and reads build ids from the binaries.
+TEST(Record, PerfRecordBesideARecordingIsUnharmed) {
+  TempDir dir;
+  const std::string err = dir.file("offwake.err");
+  Spawned offwake({kOffwake, "record", "-a", "-o", dir.file("offwake.data")}, err);
+  ASSERT_TRUE(wait_attached(offwake, err));
+  for (const std::string& perf : {std::string(kDebianPerf), perf612_path()}) {
+    const std::string data = dir.file("perf.data");
+    // sleep maps ld.so and libc as it starts: mappings both recordings are told of.
+    const RunResult rec = run(perf + " record -q -o " + data + " -e sched:sched_switch -- sleep 0.1");
+    EXPECT_EQ(rec.status, 0) << perf << ": " << rec.err;
+    const RunResult script = run(perf + " script -i " + data);
+    EXPECT_EQ(script.status, 0) << perf << ": " << script.err;
+    EXPECT_NE(script.out.find("sched:sched_switch"), std::string::npos) << perf << ": " << script.out;
+  }
+  offwake.signal(SIGINT);
+  EXPECT_EQ(offwake.wait(60'000), 0) << read_file(err);
 }
 
 }  // namespace
