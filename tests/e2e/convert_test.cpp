@@ -29,10 +29,11 @@ const std::string kSchedEvents = " -e sched:sched_switch -e sched:sched_waking "
 const std::string kSystemWide = kSchedEvents + "-g -a";
 const std::string kPerTask = kSchedEvents + "--switch-events -g";
 
-// Debian's perf record of the scheduler tracepoints. It sometimes aborts at its end
-// ("assertion failed at util/build-id.c", stack smashing): the kernel leaks the build-id bit
-// onto its MMAP2 records while another tool on the system (perf offwake record, say) asks for
-// build ids, and perf 6.1 reads dev/inode as a build id. A few tries; the reader's side of
+// Debian's perf record of the scheduler tracepoints. It may abort at its end ("assertion
+// failed at util/build-id.c", stack smashing): the kernel leaks the build-id bit onto its
+// MMAP2 records while another tool on the system asks for build ids (perf offwake record did,
+// until Record.PerfRecordBesideARecordingIsUnharmed), and perf 6.1 reads dev/inode as a build
+// id. A few tries; the reader's side of
 // that is in record_codec_test (Mmap2BuildIdBitOverDevInodeIsReadAsDevInode). Recordings
 // that need no build ids are made with -B (--no-buildid), which skips what aborts. Eight tries
 // 200 ms apart: the abort comes from what other tools do at that moment, not from this test.

@@ -95,9 +95,9 @@ Stock stock_attempt(const TempDir& dir) {
   return s;
 }
 
-// Debian's perf 6.1 is the reference, and it fails now and then: perf record or perf script
-// aborts ("assertion failed at util/build-id.c", stack smashing: see convert_test.cpp's
-// stock_record). Its libunwind unwinder also stopped after the first frame of every stack of
+// Debian's perf 6.1 is the reference, and it failed now and then: perf record or perf script
+// aborted ("assertion failed at util/build-id.c", stack smashing: see convert_test.cpp's
+// stock_record) while a perf offwake record asked for build ids. Its libunwind unwinder also stopped after the first frame of every stack of
 // 60% of recordings (18 of 30, 2026-12-04; "access_mem ... not inside range" with perf script
 // -v) while each recording was whole, when it ran `taskset -c 0 dwarf_target` as its command,
 // two images in one process: which recordings failed depended on the address-space layout
