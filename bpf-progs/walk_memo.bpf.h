@@ -8,10 +8,10 @@
  * with the same registers and the same tables, and every word the last walk read still holds
  * the value it read, this walk would read the same words, find the same frames and end the
  * same way: its stack is the stored one. The tables are the same without a lookup while no
- * process's have changed since the walk (unwind_tables_epoch, maps.bpf.h). Checking that costs the reads alone, not the rule of
- * each frame nor storing the stack again (hashing and comparing its frames). A thread blocks,
- * and wakes others, from the same few places with the same callers again and again: a server's
- * worker waits for its next request in the same loop.
+ * process's have changed since the walk (unwind_tables_epoch, maps.bpf.h). Checking that
+ * costs the reads alone, not the rule of each frame nor storing the stack again (hashing and
+ * comparing its frames). A thread blocks, and wakes others, from the same few places with the
+ * same callers again and again: a server's worker waits for its next request in the same loop.
  *
  * Memos per thread and role (where it blocks, where it wakes another), MEMO_SITES of each
  * chosen by the walk's first pc, each of MEMO_WAYS walks, in task storage (13.4 KiB a
