@@ -206,6 +206,14 @@ static __always_inline const struct offwake_unwind_process *tables_of(struct tas
 	return proc;
 }
 
+/* A walk, walked or replayed, of a process without unwind tables is counted: `h` has the
+ * walk's tables (tables_of(), or the replayed memo's; a published generation is never 0). */
+static __always_inline void count_no_tables(const struct walk_memo_head *h, struct offwake_counters *c)
+{
+	if (cfg.unwind_tables && !h->tables)
+		COUNT(c, user_walk_no_tables);
+}
+
 /* Task t's user stack, from the registers it entered the kernel with: the current task's,
  * or (other_task, sleepable programs only) a task that is not running. `cached`: the cache of
  * unwind rules the calling program may use (unwind_cache_for()), 0 none. `role`: the current
@@ -257,8 +265,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 			id = walk_memo_replay(&h, s, run.hi, role);
 		}
 		if (id >= 0) {
-			if (cfg.unwind_tables && !h.tables)
-				COUNT(c, user_walk_no_tables);
+			count_no_tables(&h, c);
 			count_walk(c, h.end, h.table_frames, h.fp_frames);
 			COUNT(c, user_walks_replayed);
 			return id;
@@ -266,8 +273,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	}
 	if (!h.tables_known)
 		proc = tables_of(t, &h);
-	if (cfg.unwind_tables && !proc)
-		COUNT(c, user_walk_no_tables);
+	count_no_tables(&h, c);
 	if (other_task)
 		walk_task_user_stack(&run, s, proc, t);
 	else
