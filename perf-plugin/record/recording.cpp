@@ -604,10 +604,18 @@ Status Recorder::close_file(uint64_t time) {
   if (!opt_.quiet) {
     const offwake_counters& c = stats_.counters;
     const bool timeline = stats_.timeline_events != 0;
-    fprintf(stderr, "[ perf offwake record: dump data: %llu blocks, %.3f s blocked, %llu %s, %llu blocks lost ]\n",
+    // The window's missing stacks too: over a long recording the stack maps, shared by every
+    // window, can fill, and the user should see it as it happens.
+    StackLosses missing = stats_.kernel_missing;
+    missing += stats_.user_missing;
+    fprintf(stderr,
+            "[ perf offwake record: dump data: %llu blocks, %.3f s blocked, %llu %s, %llu blocks lost, %llu of %llu "
+            "sample stacks missing (%llu store full) ]\n",
             static_cast<unsigned long long>(c.blocks), stats_.blocked_ns / 1e9,
             static_cast<unsigned long long>(timeline ? stats_.timeline_events : stats_.keys),
-            timeline ? "timeline events" : "distinct stacks", static_cast<unsigned long long>(stats_.lost_blocks()));
+            timeline ? "timeline events" : "distinct stacks", static_cast<unsigned long long>(stats_.lost_blocks()),
+            static_cast<unsigned long long>(missing.total()), static_cast<unsigned long long>(stats_.sample_stacks),
+            static_cast<unsigned long long>(missing.map_full));
     fprintf(stderr, "[ perf offwake record: Dump %s ]\n", path.c_str());
   }
   return ok_status();

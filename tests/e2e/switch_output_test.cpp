@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -39,6 +40,28 @@ std::vector<std::string> dumped(const std::string& err) {
   static const std::regex kDump(R"(\[ perf offwake record: Dump (\S+) \])");
   for (std::sregex_iterator it(err.begin(), err.end(), kDump), end; it != end; ++it) out.push_back((*it)[1]);
   return out;
+}
+
+// The windows' "dump data" lines: each window's sample stacks missing and asked for, summed,
+// must be the whole recording's ("M of N sample stacks missing" at the end): a long run's
+// user sees the stack maps fill window by window.
+void expect_windows_missing_stacks_add_up(const std::string& err, size_t files) {
+  static const std::regex kWindow(R"(dump data: .*, (\d+) of (\d+) sample stacks missing \((\d+) store full\) \])");
+  static const std::regex kTotal(R"(record: (\d+) of (\d+) sample stacks missing \(failed: .*store full (\d+),)");
+  uint64_t missing = 0, asked = 0, full = 0;
+  size_t lines = 0;
+  for (std::sregex_iterator it(err.begin(), err.end(), kWindow), end; it != end; ++it, ++lines) {
+    missing += std::stoull((*it)[1]);
+    asked += std::stoull((*it)[2]);
+    full += std::stoull((*it)[3]);
+  }
+  EXPECT_EQ(lines, files) << err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(err, m, kTotal)) << err;
+  EXPECT_EQ(missing, std::stoull(m[1])) << err;
+  EXPECT_EQ(asked, std::stoull(m[2])) << err;
+  EXPECT_EQ(full, std::stoull(m[3])) << err;
+  EXPECT_GT(asked, 0u) << err;
 }
 
 // Every window's samples of the truth's blocks, summed: each file read alone by Debian's perf
@@ -104,6 +127,7 @@ TEST(SwitchOutput, TimedWindowsAddUpToTheTruth) {
   ASSERT_GE(files.size(), 2u) << rec.err;
   EXPECT_EQ(dumped(rec.err), files) << rec.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("perf.data"))) << "the -o name itself is never written";
+  expect_windows_missing_stacks_add_up(rec.err, files.size());
   Windows w = read_windows(files, truth[0], rec.err);
   EXPECT_GE(w.files_with_blocks, 2u) << "the workload's blocks are spread over the windows";
   expect_truth_blocks(w.sum, "all windows");
