@@ -1,6 +1,7 @@
 #include "report/pprof.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -240,16 +241,31 @@ class PprofEncoder {
   }
 
   // pprof takes mapping 1 for the main binary (the "File:" of its reports): executables come
-  // first, then shared libraries, then the kernel and other pseudo files ("[vdso]"), each in
-  // the order the stacks first use them.
+  // first, then shared libraries, then the kernel and other pseudo files ("[vdso]"); each by
+  // the time of the stacks that use them, most first (in a system-wide recording, the
+  // program that waits most, not whichever process came first), then in the order the stacks
+  // first use them.
   void number_mappings() {
     std::vector<std::string> dsos;
-    for (const Stack& s : profile_.stacks)
+    struct Use {
+      uint64_t ns = 0;
+      size_t last_stack = SIZE_MAX;  // each stack's time counted once per file
+    };
+    std::map<std::string, Use> uses;
+    for (size_t i = 0; i < profile_.stacks.size(); ++i) {
+      const Stack& s = profile_.stacks[i];
       walk_offwake_path(s, !profile_.wakers_dropped, [&](std::string, PathPart, const Frame* f) {
-        if (f && has_mapping(*f) && mapping_ids_.try_emplace(f->dso, 0).second) dsos.push_back(f->dso);
+        if (!f || !has_mapping(*f)) return;
+        if (mapping_ids_.try_emplace(f->dso, 0).second) dsos.push_back(f->dso);
+        Use& u = uses[f->dso];
+        if (u.last_stack != i) u.ns += s.ns;
+        u.last_stack = i;
       });
-    std::stable_sort(dsos.begin(), dsos.end(),
-                     [](const std::string& a, const std::string& b) { return mapping_rank(a) < mapping_rank(b); });
+    }
+    std::stable_sort(dsos.begin(), dsos.end(), [&](const std::string& a, const std::string& b) {
+      if (mapping_rank(a) != mapping_rank(b)) return mapping_rank(a) < mapping_rank(b);
+      return uses.at(a).ns > uses.at(b).ns;
+    });
     for (const std::string& dso : dsos) {
       mappings_.push_back(MappingEntry{dso});
       mapping_ids_[dso] = mappings_.size();

@@ -471,6 +471,34 @@ TEST(PprofEncoder, OneLocationAndFunctionPerDistinctFrame) {
   }
 }
 
+// A system-wide recording: mapping 1, pprof's "File:", is the executable whose stacks waited
+// most, not the one the first stack used (here a daemon that waited 1 ms, before wl_pipe).
+TEST(PprofEncoder, MainBinaryIsTheExecutableThatWaitedMost) {
+  Profile p = pipe_profile();
+  Stack agent;
+  agent.thread = Thread{"agent", 300, 300};
+  agent.frames = {kPipeRead, user("agent_poll", "/usr/sbin/agent", 0x560000000000, 0x4000)};
+  agent.state = "S";
+  agent.ns = 1000000;
+  agent.count = 1;
+  agent.max_ns = 1000000;
+  p.stacks.insert(p.stacks.begin(), agent);
+  p.off_cpu_ns += agent.ns;
+  DecodedProfile d = decode(p);
+  ASSERT_EQ(d.mappings.size(), 4u);
+  EXPECT_EQ(d.mappings[0].filename, "/usr/bin/wl_pipe");
+  EXPECT_EQ(d.mappings[1].filename, "/usr/sbin/agent");
+  EXPECT_EQ(d.mappings[2].filename, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_EQ(d.mappings[3].filename, "[kernel.kallsyms]");
+
+  // Waiting longest, the agent comes first.
+  p.stacks[0].ns = 10 * p.off_cpu_ns;
+  d = decode(p);
+  ASSERT_EQ(d.mappings.size(), 4u);
+  EXPECT_EQ(d.mappings[0].filename, "/usr/sbin/agent");
+  EXPECT_EQ(d.mappings[1].filename, "/usr/bin/wl_pipe");
+}
+
 TEST(PprofEncoder, OneMappingPerDsoWithBuildIdAndRange) {
   DecodedProfile d = decode(pipe_profile());
   ASSERT_EQ(d.mappings.size(), 3u);
