@@ -606,8 +606,7 @@ Status Recorder::close_file(uint64_t time) {
     const bool timeline = stats_.timeline_events != 0;
     // The window's missing stacks too: over a long recording the stack maps, shared by every
     // window, can fill, and the user should see it as it happens.
-    StackLosses missing = stats_.kernel_missing;
-    missing += stats_.user_missing;
+    const StackLosses missing = stats_.missing_stacks();
     fprintf(stderr,
             "[ perf offwake record: dump data: %llu blocks, %.3f s blocked, %llu %s, %llu blocks lost, %llu of %llu "
             "sample stacks missing (%llu store full) ]\n",

@@ -6,6 +6,12 @@ uint64_t RecordStats::lost_blocks() const {
   return counters.agg_map_full + counters.storage_failed_blocks + counters.ringbuf_drops + skipped_switches;
 }
 
+StackLosses RecordStats::missing_stacks() const {
+  StackLosses m = kernel_missing;
+  m += user_missing;
+  return m;
+}
+
 uint64_t RecordStats::lost_wakeups() const { return counters.storage_failed_wakeups + skipped_wakeups; }
 
 std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
@@ -239,8 +245,7 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           u(s.skipped_switches), u(s.lost_wakeups()), u(c.storage_failed_wakeups), u(s.skipped_wakeups));
   if (c.forks_not_followed) fprintf(out, "; %llu child processes not followed (target set full)", u(c.forks_not_followed));
   fprintf(out, " ]\n");
-  StackLosses m = s.kernel_missing;
-  m += s.user_missing;
+  const StackLosses m = s.missing_stacks();
   fprintf(out,
           "[ perf offwake record: %llu of %llu sample stacks missing (failed: collisions %llu, walks %llu, "
           "store full %llu, other %llu, unreadable %llu; not taken: no user context %llu, switch-in not "

@@ -69,6 +69,8 @@ struct RecordStats {
 
   // Blocks that did not become samples, and wakeups that were not recorded.
   uint64_t lost_blocks() const;
+  // The written samples' stacks missing, kernel and user halves together.
+  StackLosses missing_stacks() const;
   uint64_t lost_wakeups() const;
   perfdata::Bytes encode() const;
   // key=value lines, as stored.
