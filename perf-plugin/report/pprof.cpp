@@ -256,8 +256,9 @@ class PprofEncoder {
       const Stack& s = profile_.stacks[i];
       walk_offwake_path(s, !profile_.wakers_dropped, [&](std::string, PathPart, const Frame* f) {
         if (!f || !has_mapping(*f)) return;
-        if (mapping_ids_.try_emplace(f->dso, 0).second) dsos.push_back(f->dso);
-        Use& u = uses[f->dso];
+        auto [it, first_use] = uses.try_emplace(f->dso);
+        if (first_use) dsos.push_back(f->dso);
+        Use& u = it->second;
         if (u.last_stack != i) u.ns += s.ns;
         u.last_stack = i;
       });
