@@ -39,18 +39,26 @@ uint64_t monotonic_now_ns() {
 // errno of a libbpf call in 1.x mode: negative return value, errno also set.
 int libbpf_errno(long ret) { return ret < 0 ? static_cast<int>(-ret) : errno; }
 
+// Whether libbpf's log holds the verifier's refusal of a program: it fails the load with
+// EACCES too, which then says nothing of privilege.
+bool verifier_refused(const std::string& log) { return log.find("BEGIN PROG LOAD LOG") != std::string::npos; }
+
+bool permission_denied(const Error& e, const std::string& log) {
+  return (e.errnum() == EPERM || e.errnum() == EACCES) && !verifier_refused(log);
+}
+
 // Appends what libbpf said (e.g. the verifier log) after the error's own message. The
 // result carries no errno: its text already ends with the log. The kind stays.
 // A permission error stays one line: the log would only repeat it.
 Error with_log(const Error& e, const LibbpfLogCapture& log) {
   std::string text = log.text();
-  if (text.empty() || e.errnum() == EPERM || e.errnum() == EACCES) return e;
+  if (text.empty() || permission_denied(e, text)) return e;
   return Error(e.message() + "\nlibbpf log:\n" + text, 0, e.kind());
 }
 
 // Without the privilege, no BPF: this machine's limit for this user, whatever was being done.
-Error permission_hint(Error e) {
-  if (e.errnum() != EPERM && e.errnum() != EACCES) return e;
+Error permission_hint(Error e, const LibbpfLogCapture& log) {
+  if (!permission_denied(e, log.text())) return e;
   return Error::unavailable(e.what() + " (perf offwake needs root, or CAP_BPF and CAP_PERFMON)", e.errnum());
 }
 
@@ -198,7 +206,7 @@ Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth
 
   // Open.
   OffwakeBpf::SkelPtr s(skel::offwake__open());
-  if (!s) return machine(with_log(permission_hint(Error::from_errno("opening BPF object")), log));
+  if (!s) return machine(with_log(permission_hint(Error::from_errno("opening BPF object"), log), log));
 
   // Configure: rodata, map sizes, which programs load.
   configure(s.get(), o, depth, percpu, task_work, rseq);
@@ -254,7 +262,7 @@ Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth
     }
   }
   if (int err = skel::offwake__load(s.get()))
-    return machine(with_log(permission_hint(Error("loading BPF object", libbpf_errno(err))), log));
+    return machine(with_log(permission_hint(Error("loading BPF object", libbpf_errno(err)), log), log));
   for (const auto& [name, buf] : verifier_stats) {
     const std::string text(buf.c_str());
     const size_t at = text.find("processed ");
@@ -387,8 +395,8 @@ Status OffwakeBpf::attach() {
     if (*p.link || !bpf_program__autoload(p.prog)) continue;
     bpf_link* link = bpf_program__attach(p.prog);
     if (!link) {
-      Error e = permission_hint(Error::from_errno(std::string("attaching BPF program ") +
-                                                  bpf_program__name(p.prog)));
+      Error e = permission_hint(Error::from_errno(std::string("attaching BPF program ") + bpf_program__name(p.prog)),
+                                log);
       detach();
       return with_log(e, log);
     }
@@ -480,7 +488,7 @@ Result<OffwakeBpf::RecursionMisses> OffwakeBpf::recursion_misses() const {
 }
 
 Result<StackTraceMap> OffwakeBpf::stack_trace_map() const {
-  return StackTraceMap::from_fds(stack_traces_fd(), stack_store_fd());
+  return StackTraceMap::from_fds(stack_traces_fd(), stack_store_fd(), &skel_->bss->stack_store_epoch);
 }
 
 Result<size_t> OffwakeBpf::poll_events(int timeout_ms, const EventCallback& cb) {
