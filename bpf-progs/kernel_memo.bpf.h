@@ -18,7 +18,9 @@
  * while every return address stayed where it was: the unwinder would then read another
  * place. A frame the unwinder reports that is not in the stack's memory as it is (a return
  * address that ftrace or a kretprobe replaced) is not found, and that stack is not
- * remembered. --check-replays (cfg.check_replays) unwinds every replayed stack as well and
+ * remembered. A memo of a stored stack that user space emptied since (--switch-output) is a
+ * miss (stored_id_current(), stacks.bpf.h). --check-replays (cfg.check_replays) unwinds every
+ * replayed stack as well and
  * counts those that differ: none on pgbench (167,887 replays in 5 s of the exact mode, 18,918
  * at --sample-period 1000) nor in tests/e2e/walk_memo_test.cpp, which fails on one.
  *
@@ -54,6 +56,7 @@ struct kstack_memo {
 	__s64 stack_id; /* the stored stack */
 	__u32 n;        /* its frames; 0: nothing remembered */
 	__u32 words;    /* words from sp to the outermost frame's, inclusive */
+	__u32 store_epoch; /* stack_store_epoch when it was unwound (kstack_window) */
 	__u16 at[KMEMO_FRAMES]; /* each frame's place, in words above sp */
 	__u64 ip[KMEMO_FRAMES];
 };
@@ -83,6 +86,8 @@ struct kstack_window {
 	__u64 sp;
 	__u32 avail;
 	__u32 irq_stack; /* the words are this CPU's interrupt stack, up to its outermost frame */
+	__u32 store_epoch; /* stack_store_epoch before the stack is checked or unwound: what a
+	                    * memo of its unwind keeps (stored_id_current(), stacks.bpf.h) */
 	__u64 w[KMEMO_WORDS];
 };
 
@@ -169,7 +174,7 @@ static long kstack_check_frame(__u32 i, void *data)
  * its gap there or none; more frames allowed above it (as before), a memo could match
  * stale frames of an earlier call left in this call's gap, which nobody writes. Else -1. A
  * global function, verified once. */
-__noinline __s64 kstack_memo_check(const struct kstack_memo *m, struct kstack_window *win)
+__noinline __s64 kstack_memo_check(struct kstack_memo *m, struct kstack_window *win)
 {
 	struct kstack_check k = {};
 	__u32 n, words;
@@ -202,7 +207,9 @@ __noinline __s64 kstack_memo_check(const struct kstack_memo *m, struct kstack_wi
 	k.shift = shift;
 	k.words = need;
 	bpf_loop(n, kstack_check_frame, &k, 0);
-	return k.differs ? -1 : m->stack_id;
+	if (k.differs || !stored_id_current(m->stack_id, &m->store_epoch))
+		return -1;
+	return m->stack_id;
 }
 
 struct kstack_find {
@@ -288,6 +295,7 @@ static __always_inline int kstack_memo_keep(struct kstack_memo *m, struct kstack
 		return 0;
 	m->sp = win->sp;
 	m->stack_id = id;
+	m->store_epoch = win->store_epoch;
 	m->n = n;
 	return 1;
 }
@@ -354,6 +362,7 @@ static __always_inline __s64 blocked_kernel_stack(struct task_struct *t, __u32 s
 	if (win && s) {
 		win->sp = task_saved_sp(t);
 		win->avail = kstack_words_above(t, win->sp, s);
+		win->store_epoch = *(volatile __u32 *)&stack_store_epoch;
 	}
 	id = kstack_memo_lookup(m, win);
 	if (id >= 0) {
@@ -466,6 +475,7 @@ static __always_inline __s64 interrupt_kernel_stack(void *ctx, struct scratch *s
 	if (id >= 0 && placed) {
 		m->sp = win->sp;
 		m->stack_id = id;
+		m->store_epoch = win->store_epoch;
 		m->n = placed;
 		set->newest = way;
 	}
@@ -493,6 +503,7 @@ static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, __u32 irq
 	win->sp = kernel_address(s, ctx);
 	win->avail = kstack_words_above(cur, win->sp, s);
 	win->irq_stack = 0;
+	win->store_epoch = *(volatile __u32 *)&stack_store_epoch;
 	if (!win->avail) {
 		/* On this CPU's interrupt stack: a hard interrupt, or a softirq at its end, came in
 		 * on what woke no one, and is remembered per CPU and cut there. A softirq there

@@ -66,6 +66,12 @@ __u32 agg_window = 0;
  * (walk_memo.bpf.h). A fork's copy for its new process changes nothing a living thread had. */
 __u32 unwind_tables_epoch = 0;
 
+/* Changed by user space after it emptied the stack store of stacks that no window's samples
+ * used (--switch-output, when the store is half full: StackTraceMap::end_window()). A memo
+ * that remembered a stored id before then checks that the id is still stored before it
+ * replays it (stored_id_current(), stacks.bpf.h). */
+__u32 stack_store_epoch = 0;
+
 struct window_busy {
 	__s64 programs[2]; /* programs adding to window 0 and 1 on this CPU now */
 };

@@ -22,7 +22,9 @@
  *                     copied themselves (user stacks, kernel stacks of sleeping tasks, and
  *                     kernel stacks whose stack_trace bucket was owned by another stack);
  *                     the low 62 bits are a hash of the frames, and the store compares whole
- *                     stacks, so two stacks never share an id;
+ *                     stacks, so two stacks never share an id while both are stored (one
+ *                     emptied at a --switch-output switch could pass its id to another of
+ *                     the same 62-bit hash: not in practice);
  *   -errno            no stack, and why (OFFWAKE_ERR_* below, or a helper's error);
  *   OFFWAKE_NO_STACK  not asked for. */
 #define OFFWAKE_STORE_ID (1LL << 62)

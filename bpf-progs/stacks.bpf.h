@@ -6,7 +6,9 @@
  * BPF_F_REUSE_STACKID: ids stored in keys keep naming their stack). That map keeps one stack
  * per hash bucket; a stack whose bucket is taken goes to stack_store instead, a hash map that
  * compares whole stacks, which also holds the stacks these programs walk or copy themselves:
- * user stacks (user_stack.bpf.h) and kernel stacks of sleeping tasks. */
+ * user stacks (user_stack.bpf.h) and kernel stacks of sleeping tasks. With --switch-output,
+ * user space empties the store of the stacks no window used once it is half full
+ * (stack_store_epoch, maps.bpf.h); a stack stored again has the same id, its hash. */
 #ifndef OFFWAKE_STACKS_BPF_H
 #define OFFWAKE_STACKS_BPF_H
 
@@ -130,6 +132,23 @@ static __always_inline __s64 store_stack(struct scratch *s, __u32 half, struct o
 	if (c)
 		c->stack_collision[half & 1]++;
 	return -EEXIST;
+}
+
+/* Whether `id`, which a memo remembered at store epoch *epoch (stack_store_epoch, read before
+ * the id was stored), still names its stack: stack_traces ids always do; a stored one may have
+ * been emptied by user space since (--switch-output). Checked only once the epoch changed,
+ * then the memo takes the epoch it was checked at: user space changes it only after its
+ * deletes, so a delete after this check changes it again. */
+static __always_inline int stored_id_current(__s64 id, __u32 *epoch)
+{
+	__u32 now = *(volatile __u32 *)&stack_store_epoch;
+
+	if (*epoch == now)
+		return 1;
+	if ((id & OFFWAKE_STORE_ID) && !bpf_map_lookup_elem(&stack_store, &id))
+		return 0;
+	*epoch = now;
+	return 1;
 }
 
 /* Counts a failed stack helper call by kind and returns it. */

@@ -259,6 +259,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 		h.sp = run.sp;
 		h.bp = run.bp;
 		h.epoch = *(volatile __u32 *)&unwind_tables_epoch;
+		h.store_epoch = *(volatile __u32 *)&stack_store_epoch;
 		id = walk_memo_replay(&h, s, run.hi, role);
 		if (id == MEMO_TABLES_UNKNOWN) {
 			proc = tables_of(t, &h);

@@ -12,6 +12,9 @@
  * costs the reads alone, not the rule of each frame nor storing the stack again (hashing and
  * comparing its frames). A thread blocks, and wakes others, from the same few places with the
  * same callers again and again: a server's worker waits for its next request in the same loop.
+ * The stored id it replays must still be stored: with --switch-output, user space empties the
+ * store of stacks no window used (stored_id_current(), stacks.bpf.h), and a memo of one is a
+ * miss, walked again and stored again under its id.
  *
  * Memos per thread and role (where it blocks, where it wakes another), MEMO_SITES of each
  * chosen by the walk's first pc, each of MEMO_WAYS walks, in task storage (13.4 KiB a
@@ -26,6 +29,7 @@
 #define OFFWAKE_WALK_MEMO_BPF_H
 
 #include "stack_read.bpf.h"
+#include "stacks.bpf.h"
 
 enum walk_memo_role {
 	MEMO_BLOCKED = 0, /* the thread's stack where it blocks */
@@ -41,8 +45,9 @@ struct walk_memo_head {
 	__u32 tables;      /* the process's tables: their generation, or 0 if it had none */
 	__u32 epoch;       /* unwind_tables_epoch (maps.bpf.h) as it was before `tables` was
 	                    * looked up: while the epoch is the same, so are the tables */
+	__u32 store_epoch; /* stack_store_epoch (maps.bpf.h) as it was before the stack was stored */
 	__u32 words;       /* words it read; in a memo, 0: nothing remembered */
-	__u32 end;         /* how it ended (OFFWAKE_WALK_*) */
+	__u16 end;         /* how it ended (OFFWAKE_WALK_*) */
 	__u16 table_frames, fp_frames; /* its frames, by table and by frame pointer */
 	__u16 tables_known; /* of a walk about to start: `tables` was looked up (else the epoch
 	                     * alone can tell a memo's tables are its) */
@@ -169,7 +174,7 @@ __noinline __s64 walk_memo_replay_one(struct walk_memo *m, struct walk_memo_head
 	r.w.hi = hi;
 	r.m = m;
 	bpf_loop(n, replay_word, &r, 0);
-	if (r.differs)
+	if (r.differs || !stored_id_current(m->h.stack_id, &m->h.store_epoch))
 		return -1;
 	/* The tables were the memo's at that epoch: h's was read before they were looked up. */
 	m->h.epoch = h->epoch;

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -29,7 +31,7 @@ Result<UniqueFd> dup_fd(int fd, const char* what) {
 
 }  // namespace
 
-Result<StackTraceMap> StackTraceMap::from_fds(int stack_trace_fd, int store_fd) {
+Result<StackTraceMap> StackTraceMap::from_fds(int stack_trace_fd, int store_fd, uint32_t* store_epoch) {
   auto info = map_info(stack_trace_fd, "stack map");
   if (!info) return info.error();
   if (info->type != BPF_MAP_TYPE_STACK_TRACE)
@@ -39,7 +41,7 @@ Result<StackTraceMap> StackTraceMap::from_fds(int stack_trace_fd, int store_fd) 
   auto fd = dup_fd(stack_trace_fd, "stack map");
   if (!fd) return fd.error();
   UniqueFd store;
-  uint32_t store_value_size = 0;
+  uint32_t store_value_size = 0, store_max_entries = 0;
   if (store_fd >= 0) {
     auto sinfo = map_info(store_fd, "stack store");
     if (!sinfo) return sinfo.error();
@@ -51,21 +53,76 @@ Result<StackTraceMap> StackTraceMap::from_fds(int stack_trace_fd, int store_fd) 
     if (!s) return s.error();
     store = std::move(s).value();
     store_value_size = sinfo->value_size;
+    store_max_entries = sinfo->max_entries;
   }
   return StackTraceMap(std::move(fd).value(), std::move(store), info->value_size / sizeof(uint64_t),
-                       info->max_entries, store_value_size);
+                       info->max_entries, store_value_size, store_max_entries, store_epoch);
 }
 
 Result<std::span<const uint64_t>> StackTraceMap::lookup(uint64_t id) const {
-  if ((id & OFFWAKE_STORE_ID) && store_.valid() && !store_loaded_) {
+  const bool stored = id & OFFWAKE_STORE_ID;
+  if (stored && store_.valid() && !store_loaded_) {
     store_loaded_ = true;
     OFFWAKE_TRY(preload_store());
   }
+  if (stored) asked_.insert(id);
   if (auto it = cache_.find(id); it != cache_.end()) return std::span<const uint64_t>(it->second);
+  if (stored) {
+    for (const auto& emptied : emptied_) {
+      if (auto it = emptied.find(id); it != emptied.end())
+        return std::span<const uint64_t>(cache_.emplace(id, it->second).first->second);
+    }
+  }
   auto frames = read(id);
   if (!frames) return frames.error();
+  if (stored) in_store_.insert(id);
   auto [it, fresh] = cache_.emplace(id, std::move(frames).value());
   return std::span<const uint64_t>(it->second);
+}
+
+Status StackTraceMap::end_window() {
+  std::vector<uint64_t> unused;
+  if (store_epoch_ && store_loaded_ && uint64_t{in_store_.size()} * 2 >= store_max_entries_) {
+    for (uint64_t id : in_store_)
+      if (!asked_.count(id)) unused.push_back(id);
+  }
+  Status deleted = ok_status();
+  if (!unused.empty()) {
+    // Those deleted, even if a batch failed, are kept here, and the programs told.
+    const size_t n = delete_stored(unused, deleted);
+    emptied_[1] = std::move(emptied_[0]);
+    emptied_[0].clear();
+    for (size_t i = 0; i < n; ++i) {
+      auto node = cache_.extract(unused[i]);
+      if (node) emptied_[0].insert(std::move(node));
+    }
+    if (n) {
+      __atomic_fetch_add(store_epoch_, 1, __ATOMIC_SEQ_CST);
+      ++store_emptied_;
+      stacks_emptied_ += n;
+    }
+  }
+  std::unordered_map<uint64_t, std::vector<uint64_t>>().swap(cache_);
+  std::unordered_set<uint64_t>().swap(in_store_);
+  std::unordered_set<uint64_t>().swap(asked_);
+  store_loaded_ = false;
+  return deleted;
+}
+
+size_t StackTraceMap::delete_stored(const std::vector<uint64_t>& ids, Status& status) {
+  constexpr size_t kBatch = 1024;
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  size_t done = 0;
+  while (done < ids.size()) {
+    __u32 count = static_cast<__u32>(std::min(kBatch, ids.size() - done));
+    const __u32 asked = count;
+    if (bpf_map_delete_batch(store_.get(), ids.data() + done, &count, &opts) != 0) {
+      status = Error::from_errno("emptying the stack store");
+      return done + std::min(count, asked);
+    }
+    done += asked;
+  }
+  return done;
 }
 
 Status StackTraceMap::preload_store() const {
@@ -86,6 +143,7 @@ Status StackTraceMap::preload_store() const {
       std::memcpy(&st, values.data() + i * value, value);
       if (st.nr > room) return Error("stored stack claims " + std::to_string(st.nr) + " frames", EINVAL);
       cache_.emplace(keys[i], std::vector<uint64_t>(st.ips, st.ips + st.nr));
+      in_store_.insert(keys[i]);
     }
     if (err != 0) {
       if (e == ENOENT) return ok_status();
@@ -97,10 +155,15 @@ Status StackTraceMap::preload_store() const {
 
 Result<std::vector<uint64_t>> StackTraceMap::read(uint64_t id) const {
   if (id & OFFWAKE_STORE_ID) {
-    if (!store_.valid()) return Error("stack " + std::to_string(id) + " is in a stack store that was not given", ENOENT);
+    if (!store_.valid()) return Error("stack " + std::to_string(id) + " is in a stack store that was not given", EINVAL);
     offwake_stored_stack st{};
-    if (bpf_map_lookup_elem(store_.get(), &id, &st) != 0)
+    if (bpf_map_lookup_elem(store_.get(), &id, &st) != 0) {
+      // Only end_window() deletes from the store: a stack not there was emptied by it.
+      if (errno == ENOENT)
+        return Error("stored stack " + std::to_string(id & OFFWAKE_STORE_HASH_MASK) + " was emptied from the store",
+                     kStackEmptied);
       return Error::from_errno("looking up stored stack " + std::to_string(id & OFFWAKE_STORE_HASH_MASK));
+    }
     const uint32_t room = (store_value_size_ - offsetof(offwake_stored_stack, ips)) / sizeof(uint64_t);
     if (st.nr > room) return Error("stored stack claims " + std::to_string(st.nr) + " frames", EINVAL);
     return std::vector<uint64_t>(st.ips, st.ips + st.nr);

@@ -11,6 +11,7 @@ StackLosses& StackLosses::operator+=(const StackLosses& o) {
   map_full += o.map_full;
   other_errors += o.other_errors;
   lookup_failed += o.lookup_failed;
+  emptied += o.emptied;
   no_user_context += o.no_user_context;
   not_traced += o.not_traced;
   no_task_work += o.no_task_work;
@@ -38,7 +39,7 @@ std::span<const uint64_t> CallchainBuilder::half(int64_t id, StackLosses& losses
   }
   auto frames = source_.lookup(static_cast<uint64_t>(id));
   if (!frames) {
-    ++losses.lookup_failed;
+    ++(frames.error().errnum() == kStackEmptied ? losses.emptied : losses.lookup_failed);
     return {};
   }
   return *frames;

@@ -2,6 +2,7 @@
 // every stack that could not be had and why.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -23,6 +24,10 @@ struct StackIds {
 
 // Where stack ids are looked up: in production the BPF stack_trace map (ids below 2^32)
 // and the BPF stack store (ids with bit 62 set, OFFWAKE_STORE_ID).
+// The errno of a lookup() whose stack was emptied from its store before it was asked for
+// (bpf::StackTraceMap::end_window()).
+constexpr int kStackEmptied = ESTALE;
+
 class StackTraceSource {
  public:
   virtual ~StackTraceSource() = default;
@@ -39,6 +44,8 @@ struct StackLosses {
   uint64_t map_full = 0;      // -ENOMEM/-E2BIG: no free entry in the stack store
   uint64_t other_errors = 0;  // any other negative id
   uint64_t lookup_failed = 0; // the id was valid but its entry could not be read back
+  uint64_t emptied = 0;       // a stored stack emptied from the store (--switch-output) at
+                              // least two windows before its block ended (kStackEmptied)
   // Not taken, and why.
   uint64_t no_user_context = 0;  // the task had no user memory left (exiting)
   uint64_t not_traced = 0;       // a blocked kernel stack whose switch-in was never traced
@@ -48,8 +55,8 @@ struct StackLosses {
   uint64_t in_progress = 0;      // a chain hop's user stack, still to be walked when its
                                  // thread woke the next one (--chain-depth)
   uint64_t total() const {
-    return walk_failed + collisions + map_full + other_errors + lookup_failed + no_user_context + not_traced +
-           no_task_work + exec + in_progress;
+    return walk_failed + collisions + map_full + other_errors + lookup_failed + emptied + no_user_context +
+           not_traced + no_task_work + exec + in_progress;
   }
   StackLosses& operator+=(const StackLosses& o);
 };

@@ -74,7 +74,9 @@ class BpfBlocks : public BlockSource {
       OFFWAKE_TRY(fill_stats(at_switch));
       OFFWAKE_TRY(bpf::drain_aggregates(*old, fn));
     }
-    stacks_.forget();
+    // The window's stacks are written: the store may be emptied of the others, in its count.
+    OFFWAKE_TRY(stacks_.end_window());
+    fill_store_counts(at_switch);
     return ok_status();
   }
 
@@ -91,6 +93,7 @@ class BpfBlocks : public BlockSource {
     s.skipped_wakeups = misses->wakeups;
     s.skipped_other = misses->other;
     if (unwind_) s.unwind = unwind_->stats();
+    fill_store_counts(s);
     return ok_status();
   }
 
@@ -104,6 +107,11 @@ class BpfBlocks : public BlockSource {
   }
 
  private:
+  void fill_store_counts(RecordStats& s) const {
+    s.stack_store_emptied = stacks_.store_emptied();
+    s.stacks_emptied = stacks_.stacks_emptied();
+  }
+
   bpf::EventCallback counting(const EventFn& fn) {
     return [this, &fn](const offwake_event& e) -> Status {
       ++events_;

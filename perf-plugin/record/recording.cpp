@@ -143,6 +143,8 @@ void copy_source_counts(RecordStats& to, const RecordStats& from) {
   to.tracepoint_late = from.tracepoint_late;
   to.tracepoint_undecodable = from.tracepoint_undecodable;
   to.callchains_cut = from.callchains_cut;
+  to.stack_store_emptied = from.stack_store_emptied;
+  to.stacks_emptied = from.stacks_emptied;
   to.user_unwind = from.user_unwind;
   to.unwind = from.unwind;  // the tables as they are now: not a count of the window's
 }
@@ -172,6 +174,8 @@ void window_source_counts(RecordStats& w, const RecordStats& now, const RecordSt
   w.tracepoint_late -= before.tracepoint_late;
   w.tracepoint_undecodable -= before.tracepoint_undecodable;
   w.callchains_cut -= before.callchains_cut;
+  w.stack_store_emptied -= before.stack_store_emptied;
+  w.stacks_emptied -= before.stacks_emptied;
 }
 
 // The counts of a window's file added to the recording's.

@@ -58,6 +58,8 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"user_stack_walk_failed", c.stack_walk_failed[OFFWAKE_USER]},
       {"kernel_stack_store_full", c.stack_map_full[OFFWAKE_KERNEL]},
       {"user_stack_store_full", c.stack_map_full[OFFWAKE_USER]},
+      {"stack_store_emptied", stack_store_emptied},
+      {"stack_store_stacks_emptied", stacks_emptied},
       {"kernel_stack_other_error", c.stack_other_error[OFFWAKE_KERNEL]},
       {"user_stack_other_error", c.stack_other_error[OFFWAKE_USER]},
       {"user_stack_no_user_context", c.no_user_context},
@@ -148,6 +150,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
                        {p + "_store_full", l->map_full},
                        {p + "_other_error", l->other_errors},
                        {p + "_unreadable", l->lookup_failed},
+                       {p + "_emptied", l->emptied},
                        {p + "_no_user_context", l->no_user_context},
                        {p + "_switch_in_not_traced", l->not_traced},
                        {p + "_no_task_work", l->no_task_work},
@@ -248,12 +251,12 @@ void print_record_summary(FILE* out, const RecordStats& s) {
   const StackLosses m = s.missing_stacks();
   fprintf(out,
           "[ perf offwake record: %llu of %llu sample stacks missing (failed: collisions %llu, walks %llu, "
-          "store full %llu, other %llu, unreadable %llu; not taken: no user context %llu, switch-in not "
-          "traced %llu, no task work %llu, exec %llu, not yet walked %llu); "
+          "store full %llu, other %llu, unreadable %llu, emptied %llu; not taken: no user context %llu, "
+          "switch-in not traced %llu, no task work %llu, exec %llu, not yet walked %llu); "
           "%llu stack captures (%llu kernel stacks the thread's last from the same place, checked, not "
           "unwound again), %llu collisions ]\n",
           u(m.total()), u(s.sample_stacks), u(m.collisions), u(m.walk_failed), u(m.map_full), u(m.other_errors),
-          u(m.lookup_failed), u(m.no_user_context), u(m.not_traced), u(m.no_task_work), u(m.exec),
+          u(m.lookup_failed), u(m.emptied), u(m.no_user_context), u(m.not_traced), u(m.no_task_work), u(m.exec),
           u(m.in_progress),
           u(c.stack_captures[0] + c.stack_captures[1]), u(c.kernel_stacks_replayed),
           u(c.stack_collision[0] + c.stack_collision[1]));
@@ -264,6 +267,11 @@ void print_record_summary(FILE* out, const RecordStats& s) {
           "at the stop (counted up to it) ]\n",
           u(c.missed_wakeups), u(c.missed_wakeups), u(c.woken_early), u(c.late_ends),
           u(c.untraced_switches), u(c.still_blocked));
+  if (s.stack_store_emptied)
+    fprintf(out,
+            "[ perf offwake record: stack store emptied at %llu window switches, of %llu stacks no sample of "
+            "their window used (--stack-storage-size; those of blocks still open are kept two switches) ]\n",
+            u(s.stack_store_emptied), u(s.stacks_emptied));
   if (c.kernel_replays_checked)
     fprintf(out,
             "[ perf offwake record: --check-replays: %llu replayed kernel stacks unwound as well, %llu of them "

@@ -35,6 +35,9 @@ struct RecordStats {
   // Stacks missing from the samples written, by cause (per sample, not per capture).
   StackLosses kernel_missing, user_missing;
   uint64_t sample_stacks = 0;  // stack halves the written samples asked for
+  // --switch-output: how often the stack store was emptied of the stacks no window used, and
+  // of how many (StackTraceMap::end_window()).
+  uint64_t stack_store_emptied = 0, stacks_emptied = 0;
   uint64_t tracking_undecodable = 0;  // ring-buffer records of unknown type
   uint64_t on_cpu_samples = 0;        // --on-cpu samples written
   uint64_t perf_lost = 0;             // records the kernel dropped from perf ring buffers (LOST)

@@ -147,19 +147,38 @@ TEST_F(CallchainBuilderTest, StacksNotTakenAreCountedByReason) {
 }
 
 TEST(StackLosses, AddAccumulatesEveryCounter) {
-  StackLosses a{1, 2, 3, 4, 5, 6, 7, 8, 9};
-  StackLosses b{10, 20, 30, 40, 50, 60, 70, 80, 90};
+  StackLosses a{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  StackLosses b{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110};
   a += b;
   EXPECT_EQ(a.walk_failed, 11u);
   EXPECT_EQ(a.collisions, 22u);
   EXPECT_EQ(a.map_full, 33u);
   EXPECT_EQ(a.other_errors, 44u);
   EXPECT_EQ(a.lookup_failed, 55u);
-  EXPECT_EQ(a.no_user_context, 66u);
-  EXPECT_EQ(a.not_traced, 77u);
-  EXPECT_EQ(a.no_task_work, 88u);
-  EXPECT_EQ(a.exec, 99u);
-  EXPECT_EQ(a.total(), 495u);
+  EXPECT_EQ(a.emptied, 66u);
+  EXPECT_EQ(a.no_user_context, 77u);
+  EXPECT_EQ(a.not_traced, 88u);
+  EXPECT_EQ(a.no_task_work, 99u);
+  EXPECT_EQ(a.exec, 110u);
+  EXPECT_EQ(a.in_progress, 121u);
+  EXPECT_EQ(a.total(), 726u);
+}
+
+// A stack its store emptied before it was asked for (bpf::StackTraceMap::end_window()) is
+// counted as emptied, not as unreadable.
+TEST(StackLosses, EmptiedStackIsCountedApart) {
+  class Emptied : public StackTraceSource {
+   public:
+    Result<std::span<const uint64_t>> lookup(uint64_t id) const override {
+      return Error("stored stack " + std::to_string(id) + " was emptied from the store", kStackEmptied);
+    }
+  } source;
+  CallchainBuilder b(source);
+  EXPECT_TRUE(b.build({5, 6}).empty());
+  EXPECT_EQ(b.kernel_losses().emptied, 1u);
+  EXPECT_EQ(b.user_losses().emptied, 1u);
+  EXPECT_EQ(b.kernel_losses().lookup_failed, 0u);
+  EXPECT_EQ(b.user_losses().total(), 1u);
 }
 
 }  // namespace

@@ -199,6 +199,49 @@ TEST(SwitchOutput, TimelineAndTracepointBackEnd) {
   }
 }
 
+// A recording that never ends meets more stacks than its store holds: each window's file must
+// still have every stack of its blocks. wl_stack_phases blocks from 8 user stacks of its own in
+// each of its 16 phases of 0.4 s: 128 in the run, more than a store of 96 holds, 20 to 30 in a
+// 1 s window. A store never emptied would be full by the tenth phase, and the blocks after it
+// lose their user stacks: their time falls out of phase_block, and out of the truth's bounds.
+// Its -r thread blocks in phase_return in the first phase and the last only: by then its
+// stacks were emptied from the store, and its memos of them must not be replayed as they are.
+TEST(SwitchOutput, StackStoreKeepsEveryWindowsStacks) {
+  TempDir dir;
+  auto rec =
+      record_windows(dir, "--stack-storage-size 96 --switch-output=1s -- " + kWorkloads + "wl_stack_phases -r");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const auto truths = parse_truth(rec.out);
+  ASSERT_EQ(truths.size(), 2u) << rec.out;
+  const auto files = window_files(dir);
+  ASSERT_GE(files.size(), 5u) << rec.err;
+  // The store was emptied, or this test tests nothing.
+  EXPECT_NE(rec.err.find("[ perf offwake record: stack store emptied at "), std::string::npos) << rec.err;
+  std::vector<Blocked> sums(truths.size());
+  for (size_t t = 0; t < truths.size(); ++t) {
+    sums[t].truth = truths[t];
+    sums[t].counted = true;
+  }
+  std::vector<bool> phase_seen(16);
+  for (const auto& f : files) {
+    auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + f);
+    ASSERT_EQ(script.status, 0) << f << ": " << script.err;
+    auto samples = parse_perf_script(script.out);
+    add_block_counts(samples, f);
+    for (size_t t = 0; t < truths.size(); ++t) {
+      Blocked b = blocked_in(samples, truths[t], blocks_without_waker(rec.err));
+      sums[t].ns += b.ns;
+      sums[t].count += b.count;
+      sums[t].counted &= b.counted;
+      for (const ScriptSample* s : b.blocked)
+        for (size_t p = 0; p < phase_seen.size(); ++p)
+          if (s->has_frame("phase_" + std::to_string(p))) phase_seen[p] = true;
+    }
+  }
+  for (const Blocked& sum : sums) expect_truth_blocks(sum, sum.truth.function + ", all windows");
+  for (size_t p = 0; p < phase_seen.size(); ++p) EXPECT_TRUE(phase_seen[p]) << "no stack of phase_" << p;
+}
+
 // Bad values: one line that names the option, and a non-zero status, before anything runs.
 TEST(SwitchOutput, BadValuesAreOneLine) {
   TempDir dir;
