@@ -84,10 +84,12 @@ def main():
     dumped = re.findall(r"\[ perf offwake record: Dump (\S+) \]", log)
     lost = re.findall(r"dump data: .*?(\d+) blocks lost", log)
     missing = re.findall(r"dump data: .*?(\d+) of \d+ sample stacks missing", log)
+    full = re.findall(r"dump data: .*?\((\d+) store full\) \]", log)
     ok = status == 0
     say(f"recorder status {status}; {len(dumped)} files dumped, blocks lost per window: "
         f"{', '.join(lost[-10:])}{' ...' if len(lost) > 10 else ''}; sample stacks missing per window: "
-        f"{', '.join(missing[-10:])}{' ...' if len(missing) > 10 else ''}")
+        f"{', '.join(missing[-10:])}{' ...' if len(missing) > 10 else ''}; of them for a full stack store: "
+        f"{', '.join(full[-10:])}{' ...' if len(full) > 10 else ''}")
     summary = [l for l in log.splitlines() if l.startswith("[ perf offwake record:") and "Dump" not in l
                and "dump data" not in l]
     for line in summary:
