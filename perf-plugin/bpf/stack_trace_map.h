@@ -27,7 +27,7 @@ class StackTraceMap final : public StackTraceSource {
   // for the life of the maps (no BPF_F_REUSE_STACKID; a stored stack's id is a hash of its
   // frames, so one emptied and stored again has its id again), and a recording's samples share
   // few stacks among many keys. A stored stack emptied by the last two end_window()s is found
-  // among those it kept; one emptied before fails with ENOENT.
+  // among those it kept; one emptied before fails with kStackEmptied.
   Result<std::span<const uint64_t>> lookup(uint64_t id) const override;
 
   // --switch-output, after each window's file: the cache is emptied, and the stacks are read

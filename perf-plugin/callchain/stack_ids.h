@@ -22,12 +22,12 @@ struct StackIds {
   int64_t user = kNoStack;
 };
 
-// Where stack ids are looked up: in production the BPF stack_trace map (ids below 2^32)
-// and the BPF stack store (ids with bit 62 set, OFFWAKE_STORE_ID).
 // The errno of a lookup() whose stack was emptied from its store before it was asked for
 // (bpf::StackTraceMap::end_window()).
 constexpr int kStackEmptied = ESTALE;
 
+// Where stack ids are looked up: in production the BPF stack_trace map (ids below 2^32)
+// and the BPF stack store (ids with bit 62 set, OFFWAKE_STORE_ID).
 class StackTraceSource {
  public:
   virtual ~StackTraceSource() = default;
@@ -44,8 +44,9 @@ struct StackLosses {
   uint64_t map_full = 0;      // -ENOMEM/-E2BIG: no free entry in the stack store
   uint64_t other_errors = 0;  // any other negative id
   uint64_t lookup_failed = 0; // the id was valid but its entry could not be read back
-  uint64_t emptied = 0;       // a stored stack emptied from the store (--switch-output) at
-                              // least two windows before its block ended (kStackEmptied)
+  uint64_t emptied = 0;       // a stored stack emptied from the store (--switch-output)
+                              // three emptyings or more before its sample was written
+                              // (kStackEmptied)
   // Not taken, and why.
   uint64_t no_user_context = 0;  // the task had no user memory left (exiting)
   uint64_t not_traced = 0;       // a blocked kernel stack whose switch-in was never traced

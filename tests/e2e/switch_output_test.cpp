@@ -64,6 +64,15 @@ void expect_windows_missing_stacks_add_up(const std::string& err, size_t files) 
   EXPECT_GT(asked, 0u) << err;
 }
 
+// A window's blocks of a truth added to the sum over the windows.
+void add_window(Blocked& sum, const Blocked& b) {
+  sum.ns += b.ns;
+  sum.count += b.count;
+  sum.counted &= b.counted;
+  sum.unseen += b.unseen;
+  sum.unseen_ns += b.unseen_ns;
+}
+
 // Every window's samples of the truth's blocks, summed: each file read alone by Debian's perf
 // script, which must name the waker's thread and resolve its function from that file only.
 struct Windows {
@@ -88,11 +97,7 @@ Windows read_windows(const std::vector<std::string>& files, const Truth& t, cons
     add_block_counts(w.samples.back(), f);
     Blocked b = blocked_in(w.samples.back(), t, blocks_without_waker(record_err));
     if (b.count) ++w.files_with_blocks;
-    w.sum.ns += b.ns;
-    w.sum.count += b.count;
-    w.sum.counted &= b.counted;
-    w.sum.unseen += b.unseen;
-    w.sum.unseen_ns += b.unseen_ns;
+    add_window(w.sum, b);
     for (const ScriptSample* s : b.wakers) {
       // Named and symbolized by this file alone.
       EXPECT_EQ(s->comm, "wl_pipe") << f;
@@ -230,15 +235,16 @@ TEST(SwitchOutput, StackStoreKeepsEveryWindowsStacks) {
     add_block_counts(samples, f);
     for (size_t t = 0; t < truths.size(); ++t) {
       Blocked b = blocked_in(samples, truths[t], blocks_without_waker(rec.err));
-      sums[t].ns += b.ns;
-      sums[t].count += b.count;
-      sums[t].counted &= b.counted;
+      add_window(sums[t], b);
       for (const ScriptSample* s : b.blocked)
         for (size_t p = 0; p < phase_seen.size(); ++p)
           if (s->has_frame("phase_" + std::to_string(p))) phase_seen[p] = true;
     }
   }
-  for (const Blocked& sum : sums) expect_truth_blocks(sum, sum.truth.function + ", all windows");
+  for (const Blocked& sum : sums) {
+    expect_misses_within_truth(sum.unseen, sum.unseen_ns, sum.truth, "without a waker");
+    expect_truth_blocks(sum, sum.truth.function + ", all windows");
+  }
   for (size_t p = 0; p < phase_seen.size(); ++p) EXPECT_TRUE(phase_seen[p]) << "no stack of phase_" << p;
 }
 
