@@ -69,22 +69,26 @@ Result<std::span<const uint64_t>> StackTraceMap::lookup(uint64_t id) const {
   if (auto it = cache_.find(id); it != cache_.end()) return std::span<const uint64_t>(it->second);
   if (stored) {
     for (const auto& emptied : emptied_) {
-      if (auto it = emptied.find(id); it != emptied.end())
-        return std::span<const uint64_t>(cache_.emplace(id, it->second).first->second);
+      if (auto it = emptied.find(id); it != emptied.end()) return std::span<const uint64_t>(it->second);
     }
   }
   auto frames = read(id);
   if (!frames) return frames.error();
-  if (stored) in_store_.insert(id);
   auto [it, fresh] = cache_.emplace(id, std::move(frames).value());
   return std::span<const uint64_t>(it->second);
 }
 
 Status StackTraceMap::end_window() {
+  // The cache's stored stacks are the store as this window read it (preload_store()).
   std::vector<uint64_t> unused;
-  if (store_epoch_ && store_loaded_ && uint64_t{in_store_.size()} * 2 >= store_max_entries_) {
-    for (uint64_t id : in_store_)
+  if (store_epoch_ && store_loaded_) {
+    size_t stored = 0;
+    for (const auto& [id, frames] : cache_) {
+      if (!(id & OFFWAKE_STORE_ID)) continue;
+      ++stored;
       if (!asked_.count(id)) unused.push_back(id);
+    }
+    if (uint64_t{stored} * 2 < store_max_entries_) unused.clear();
   }
   Status deleted = ok_status();
   if (!unused.empty()) {
@@ -103,7 +107,6 @@ Status StackTraceMap::end_window() {
     }
   }
   std::unordered_map<uint64_t, std::vector<uint64_t>>().swap(cache_);
-  std::unordered_set<uint64_t>().swap(in_store_);
   std::unordered_set<uint64_t>().swap(asked_);
   store_loaded_ = false;
   return deleted;
@@ -143,7 +146,6 @@ Status StackTraceMap::preload_store() const {
       std::memcpy(&st, values.data() + i * value, value);
       if (st.nr > room) return Error("stored stack claims " + std::to_string(st.nr) + " frames", EINVAL);
       cache_.emplace(keys[i], std::vector<uint64_t>(st.ips, st.ips + st.nr));
-      in_store_.insert(keys[i]);
     }
     if (err != 0) {
       if (e == ENOENT) return ok_status();

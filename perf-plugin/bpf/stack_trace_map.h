@@ -73,8 +73,8 @@ class StackTraceMap final : public StackTraceSource {
   // Node-based: a span handed out stays valid as the cache grows, and when the map moves.
   mutable std::unordered_map<uint64_t, std::vector<uint64_t>> cache_;
   mutable bool store_loaded_ = false;
-  // This window's: the stored ids read from the kernel, and those lookup() was asked for.
-  mutable std::unordered_set<uint64_t> in_store_, asked_;
+  // The stored ids lookup() was asked for in this window.
+  mutable std::unordered_set<uint64_t> asked_;
   // The stacks the last two end_window()s emptied from the store, the latest first.
   std::unordered_map<uint64_t, std::vector<uint64_t>> emptied_[2];
   uint32_t max_depth_;
