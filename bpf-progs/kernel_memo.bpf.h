@@ -130,7 +130,6 @@ struct kstack_check {
 	__s64 shift;       /* words from this stack's start to the remembered one's */
 	__u64 words;       /* words of the stack the check may read */
 	__u32 outermost;   /* the last frame's index */
-	__u32 differs;
 	__u32 in_place;    /* the words are read where they are (kernel_word), not from win->w */
 };
 
@@ -143,25 +142,24 @@ static __always_inline __u64 kstack_check_word(const struct kstack_check *k, __u
 	return at < KMEMO_WORDS ? k->win->w[at] : 0;
 }
 
-static long kstack_check_frame(__u32 i, void *data)
+/* Whether frame i (< KMEMO_FRAMES) of the memo is where it was (kstack_memo_check). */
+static __always_inline int kstack_frame_in_place(const struct kstack_check *k, __u32 i)
 {
-	struct kstack_check *k = data;
 	__u64 at, ip;
 
 	if (i >= KMEMO_FRAMES)
-		return 1;
+		return 0;
 	at = k->m->at[i];
 	ip = k->m->ip[i];
 	if (at < k->words && kstack_check_word(k, at) == ip)
-		return 0;
+		return 1;
 	/* Only the outermost frame may lie above the random gap: at its own address. */
 	if (i == k->outermost) {
 		at += k->shift;
 		if (at < k->words && kstack_check_word(k, at) == ip)
-			return 0;
+			return 1;
 	}
-	k->differs = 1;
-	return 1;
+	return 0;
 }
 
 /* The remembered stack, if memo `m`'s frames are all in the kernel stack that starts at
@@ -177,7 +175,7 @@ static long kstack_check_frame(__u32 i, void *data)
 __noinline __s64 kstack_memo_check(struct kstack_memo *m, struct kstack_window *win)
 {
 	struct kstack_check k = {};
-	__u32 n, words;
+	__u32 n, words, i;
 	__s64 shift, need;
 
 	if (!m || !win)
@@ -206,8 +204,15 @@ __noinline __s64 kstack_memo_check(struct kstack_memo *m, struct kstack_window *
 	k.outermost = n - 1;
 	k.shift = shift;
 	k.words = need;
-	bpf_loop(n, kstack_check_frame, &k, 0);
-	if (k.differs || !stored_id_current(m->stack_id, &m->store_epoch))
+	/* A loop without a call in it: under the mitigations of this kind of machine (retpolines,
+	 * safe RET), a bpf_loop() step's call and return cost more than a frame's check. */
+	for (i = 0; i < KMEMO_FRAMES; i++) {
+		if (i >= n)
+			break;
+		if (!kstack_frame_in_place(&k, i))
+			return -1;
+	}
+	if (!stored_id_current(m->stack_id, &m->store_epoch))
 		return -1;
 	return m->stack_id;
 }

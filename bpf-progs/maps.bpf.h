@@ -128,7 +128,9 @@ struct {
 
 /* Per-CPU scratch space for one stack, one slot per program: sys_exit runs with interrupts
  * on, and a wakeup from an interrupt may run the waking program on the same CPU meanwhile. */
-#define WINDOW 2048 /* bytes of user stack read at once (at most to the end of its page) */
+#define WALK_READ 2048 /* bytes of user stack a walk reads at once (at most to the end of its page) */
+#define WINDOW 8192    /* bytes of user stack in the window: a replay reads its walk's span, up
+                        * to this, at once (read_span(), walk_memo.bpf.h). A power of 2. */
 /* The words of a user stack that a walk read, in order: where (from the sp it started from)
  * and what, for the thread's memo of the walk (walk_memo.bpf.h). A walk that reads more is
  * not remembered. Two words a frame at most (its return address, the saved rbp), three for a
@@ -138,7 +140,7 @@ struct walk_words {
 	__u64 sp0; /* the sp the walk started from */
 	__u64 at;  /* the address of the word being noted */
 	__u32 n;   /* words read, the first WALK_MEMO_WORDS of them below */
-	__u32 reserved;
+	__u32 span; /* bytes from sp0 to the end of the highest word read */
 	__u32 off[WALK_MEMO_WORDS];
 	__u64 val[WALK_MEMO_WORDS];
 };

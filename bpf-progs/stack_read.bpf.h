@@ -40,12 +40,15 @@ static __always_inline long walk_end(struct walk_ctx *w, __u32 why)
  * verifier go through three times as many instructions (-v prints them). */
 __noinline int note_word(struct walk_words *r, __u64 val)
 {
-	__u32 i;
+	__u32 i, off;
 
 	if (!r)
 		return 0;
 	i = r->n;
-	r->off[i & (WALK_MEMO_WORDS - 1)] = r->at - r->sp0;
+	off = r->at - r->sp0;
+	if (off + 8 > r->span)
+		r->span = off + 8;
+	r->off[i & (WALK_MEMO_WORDS - 1)] = off;
 	r->val[i & (WALK_MEMO_WORDS - 1)] = val;
 	r->n = i + 1;
 	return 0;
@@ -53,7 +56,8 @@ __noinline int note_word(struct walk_words *r, __u64 val)
 
 /* The 8 bytes of stack at `addr`, which must lie between the frame's sp and the top of the
  * thread's stack: the walk never reads anywhere else. The stack is read a window at a time,
- * within one page, so that shallow stacks cost one read. A read that faults costs a page fault
+ * within one page, so that shallow stacks cost one read (a replay may have read its walk's
+ * whole span into the window first). A read that faults costs a page fault
  * with exception fixup, microseconds, and gives nothing. 0, or the OFFWAKE_WALK_* that ends
  * the walk. With `note` (a constant: a walk's reads, not a replay's), each word read is noted in
  * s->read, for the thread's memo (walk_memo.bpf.h). */
@@ -67,8 +71,8 @@ static __always_inline __u32 stack_word(struct walk_ctx *w, __u64 addr, __u64 *o
 		return OFFWAKE_WALK_BAD_FRAME;
 	if (addr < s->win_start || addr + 8 > s->win_start + s->win_len) {
 		len = 4096 - (addr & 4095);
-		if (len > WINDOW)
-			len = WINDOW;
+		if (len > WALK_READ)
+			len = WALK_READ;
 		if (other_task)
 			err = bpf_copy_from_user_task(s->window, len, (void *)addr, w->task, 0);
 		else

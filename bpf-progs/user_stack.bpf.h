@@ -251,6 +251,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	s->win_start = 0;
 	s->win_len = 0;
 	s->read.n = 0;
+	s->read.span = 0;
 	s->read.sp0 = run.sp;
 	if (role < MEMO_ROLES) {
 		/* The process's tables are looked up only if a memo of these registers is older

@@ -108,6 +108,20 @@ bool has_any_frame(const ScriptSample& s, std::initializer_list<const char*> nam
   return false;
 }
 
+// The same with the paths under a frame of 12 KiB (-w): the words of a walk lie over more stack
+// than a replay reads at once (WINDOW, bpf-progs/maps.bpf.h), so a replay checks them a window
+// at a time, and must still tell the paths apart.
+TEST(WalkMemo, ReplayedWalksOverAWideFrameKeepEachBlocksOwnPath) {
+  TempDir dir;
+  RecordRun r = record_and_script(dir, "-- " + kMemoPaths + " -w -n 120 -m 5");
+  expect_each_path_its_own(r);
+  for (const ScriptSample& s : r.samples) {
+    if (!s.has_frame("memo_path_a") && !s.has_frame("memo_path_b")) continue;
+    EXPECT_TRUE(s.has_frame("memo_wide")) << frames_of(s);
+  }
+  expect_three_replays_a_block(replayed_walks(r.record.err), r);
+}
+
 // --check-replays' count ("N replayed kernel stacks unwound as well, M of them different"):
 // {N, M}, or nothing if the line is missing.
 std::optional<std::pair<uint64_t, uint64_t>> checked_replays(const std::string& record_stderr) {

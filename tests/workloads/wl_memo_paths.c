@@ -20,7 +20,11 @@
  * remembered kernel stacks (bpf-progs/kernel_memo.bpf.h): a block on one must not get the
  * last block's stack from the other.
  *
- *   usage: wl_memo_paths [-k] [-n COUNT] [-m MS] */
+ * With -w, the child takes either path from memo_wide, whose frame holds WIDE_BYTES: the words
+ * a walk of its stack reads then lie over more stack than a replay reads at once (WINDOW,
+ * bpf-progs/maps.bpf.h), and a replay checks them a window at a time instead.
+ *
+ *   usage: wl_memo_paths [-k] [-w] [-n COUNT] [-m MS] */
 #define _GNU_SOURCE
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -28,6 +32,8 @@
 #include "wl_common.h"
 
 #define MEMO_FUNCTION __attribute__((noipa, used))
+
+#define WIDE_BYTES (12 << 10)
 
 static int g_pipe[2], g_socket[2];
 static int g_read_fd, g_write_fd; /* the path's: set before it is taken */
@@ -53,6 +59,18 @@ MEMO_FUNCTION uint64_t memo_path_b(long *blocks)
 	uint64_t t = memo_read(blocks);
 
 	g_sink += t;
+	return t;
+}
+
+/* Path p under a frame of WIDE_BYTES (-w). */
+MEMO_FUNCTION uint64_t memo_wide(int p, long *blocks)
+{
+	volatile char wide[WIDE_BYTES];
+	uint64_t t;
+
+	wide[0] = 1;
+	t = p ? memo_path_b(blocks) : memo_path_a(blocks);
+	g_sink += wide[0];
 	return t;
 }
 
@@ -98,11 +116,14 @@ int main(int argc, char **argv)
 {
 	long count = 40, ms = 10, blocks[2] = { 0, 0 }, i;
 	uint64_t blocked[2] = { 0, 0 };
-	int status, socket_b = 0;
+	int status, socket_b = 0, wide = 0;
 	pid_t child;
 
-	if (argc > 1 && strcmp(argv[1], "-k") == 0) {
-		socket_b = 1;
+	while (argc > 1 && (strcmp(argv[1], "-k") == 0 || strcmp(argv[1], "-w") == 0)) {
+		if (argv[1][1] == 'k')
+			socket_b = 1;
+		else
+			wide = 1;
 		argv[1] = argv[0];
 		argv++;
 		argc--;
@@ -120,7 +141,10 @@ int main(int argc, char **argv)
 			int p = memo_path_of(i);
 
 			g_read_fd = p && socket_b ? g_socket[0] : g_pipe[0];
-			blocked[p] += p ? memo_path_b(&blocks[p]) : memo_path_a(&blocks[p]);
+			if (wide)
+				blocked[p] += memo_wide(p, &blocks[p]);
+			else
+				blocked[p] += p ? memo_path_b(&blocks[p]) : memo_path_a(&blocks[p]);
 		}
 		wl_print_truth(wl_gettid(), "memo_path_a", blocked[0], blocks[0], getppid(), "memo_wake_a");
 		wl_print_truth(wl_gettid(), "memo_path_b", blocked[1], blocks[1], getppid(), "memo_wake_b");
