@@ -18,10 +18,13 @@
  *
  * Memos per thread and role (where it blocks, where it wakes another), MEMO_SITES of each
  * chosen by the walk's first pc and sp (memo_site()), each of MEMO_WAYS walks, in task storage
- * (13.4 KiB a thread; on pgbench at --sample-period 1000, 72% of walks were replays with one
- * walk a site chosen by the pc alone, 94% with two; 96.4% against 93.9% with the site chosen
- * by pc and sp, in one sitting of 2026-12-05), for walks of the current
- * task's stack only. Only the thread's own programs use its memos, one at a time: the switch
+ * (13.3 KiB a thread and role), for walks of the current task's stack only. On pgbench at
+ * --sample-period 1000: 72% of walks were replays with one walk a site of four chosen by the
+ * pc alone, 94% with two; 96.4% against 93.9% with the site chosen by pc and sp (2026-12-05);
+ * with eight sites, not four, 0.01 walks a transaction of each role missed its memo, against
+ * 0.15 to 0.29 of the blocked role's and 0.30 to 0.39 of the waker's with four (two runs each,
+ * each walk about 8 us, a replay 1.5). A PostgreSQL backend blocks, and wakes others, from
+ * more places than four sites hold apart. Only the thread's own programs use its memos, one at a time: the switch
  * program as it blocks, the waking program as it wakes another,
  * the task work or system call exit that walks its parked stack; none runs while another
  * walks that stack. Both functions are global, verified once on their own: inlined, their
@@ -68,7 +71,7 @@ static __always_inline __u32 memo_site_of(__u64 user_pc, __u32 bits)
 	return (__u32)((user_pc * 0x9E3779B97F4A7C15ull) >> (64 - bits)) & ((1u << bits) - 1);
 }
 
-#define MEMO_SITE_BITS 2
+#define MEMO_SITE_BITS 3
 #define MEMO_SITES (1 << MEMO_SITE_BITS)
 
 /* A user walk's site: of its pc and sp, so that a thread that enters the kernel at one place
@@ -103,8 +106,10 @@ struct walk_memo_set {
 	__u32 newest; /* the way last replayed or remembered */
 };
 
+/* A thread's memos for one role, a map a role: each holds 13.3 KiB a thread, and a thread that
+ * never wakes another has none of the waker's. */
 struct walk_memos {
-	struct walk_memo_set m[MEMO_ROLES][MEMO_SITES];
+	struct walk_memo_set m[MEMO_SITES];
 };
 
 struct {
@@ -112,7 +117,24 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct walk_memos);
-} walk_memos SEC(".maps");
+} walk_memos_blocked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct walk_memos);
+} walk_memos_waker SEC(".maps");
+
+/* The current task's memos for `role` (< MEMO_ROLES); `flags`: bpf_task_storage_get()'s. */
+static __always_inline struct walk_memos *walk_memos_of(__u32 role, __u64 flags)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	if (role == MEMO_WAKER)
+		return bpf_task_storage_get(&walk_memos_waker, cur, 0, flags);
+	return bpf_task_storage_get(&walk_memos_blocked, cur, 0, flags);
+}
 
 struct replay_ctx {
 	struct walk_ctx w;          /* the reads: the scratch window and the stack's bounds */
@@ -248,10 +270,10 @@ __noinline __s64 walk_memo_replay(struct walk_memo_head *h, struct scratch *s, _
 
 	if (!h || !s || role >= MEMO_ROLES)
 		return -1;
-	memos = bpf_task_storage_get(&walk_memos, bpf_get_current_task_btf(), 0, 0);
+	memos = walk_memos_of(role, 0);
 	if (!memos)
 		return -1;
-	set = &memos->m[role & 1][memo_site(h->pc, h->sp)];
+	set = &memos->m[memo_site(h->pc, h->sp)];
 	way = memo_newest(set->newest);
 	first = walk_memo_replay_one(&set->way[way], h, s, hi);
 	if (first >= 0)
@@ -280,10 +302,10 @@ __noinline int walk_memo_keep(const struct walk_memo_head *h, const struct scrat
 		return 0;
 	if (h->stack_id < 0 || h->words > WALK_MEMO_WORDS || h->end == OFFWAKE_WALK_UNREADABLE)
 		return 0;
-	memos = bpf_task_storage_get(&walk_memos, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	memos = walk_memos_of(role, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!memos)
 		return 0;
-	set = &memos->m[role & 1][memo_site(h->pc, h->sp)];
+	set = &memos->m[memo_site(h->pc, h->sp)];
 	way = memo_next_way(memo_newest(set->newest));
 	m = &set->way[way];
 	m->read = s->read;
