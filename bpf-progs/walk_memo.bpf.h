@@ -24,10 +24,10 @@
  * with eight sites, not four, 0.01 walks a transaction of each role missed its memo, against
  * 0.15 to 0.29 of the blocked role's and 0.30 to 0.39 of the waker's with four (two runs each,
  * each walk about 8 us, a replay 1.5). A PostgreSQL backend blocks, and wakes others, from
- * more places than four sites hold apart. Only the thread's own programs use its memos, one at a time: the switch
- * program as it blocks, the waking program as it wakes another,
- * the task work or system call exit that walks its parked stack; none runs while another
- * walks that stack. Both functions are global, verified once on their own: inlined, their
+ * more places than four sites hold apart. Only the thread's own programs use its memos, one
+ * at a time: the switch program as it blocks, the waking program as it wakes another, the
+ * task work or system call exit that walks its parked stack; none runs while another walks
+ * that stack. Both functions are global, verified once on their own: inlined, their
  * branches doubled the states of the walk around them. */
 #ifndef OFFWAKE_WALK_MEMO_BPF_H
 #define OFFWAKE_WALK_MEMO_BPF_H
