@@ -40,15 +40,20 @@ static __always_inline long walk_end(struct walk_ctx *w, __u32 why)
  * verifier go through three times as many instructions (-v prints them). */
 __noinline int note_word(struct walk_words *r, __u64 val)
 {
-	__u32 i, off;
+	__u64 end;
+	__u32 i;
 
 	if (!r)
 		return 0;
 	i = r->n;
-	off = r->at - r->sp0;
-	if (off + 8 > r->span)
-		r->span = off + 8;
-	r->off[i & (WALK_MEMO_WORDS - 1)] = off;
+	/* The span ends past this word. A word below the first sp (a signal frame's, on another
+	 * stack) wraps around: past any span a replay reads at once. */
+	end = r->at - r->sp0 + 8;
+	if (end > 0xffffffffull)
+		end = 0xffffffffull;
+	if (end > r->span)
+		r->span = end;
+	r->off[i & (WALK_MEMO_WORDS - 1)] = r->at - r->sp0;
 	r->val[i & (WALK_MEMO_WORDS - 1)] = val;
 	r->n = i + 1;
 	return 0;
