@@ -37,13 +37,15 @@ OFFWAKE_RULE int offwake_duration_kept(__u64 delta_ns, __u64 min_ns, __u64 max_n
  * with probability min(1, d/P) and, when kept, weighs max(d, P) nanoseconds: the expected
  * recorded time of every stack is its true blocked time, and blocks of P or longer are all
  * kept, at their length. The draw is made when the block starts: a threshold u, uniform in
- * [0, P) (`random`: 64 random bits), and the block is kept once its length reaches u. So the
- * decision only ever turns from "not yet" to "kept" as the block goes on, and each stack is
- * taken as soon as the block is known to be kept, as with --min-block, which u joins here:
- * a block is kept once it is at least this long. */
-OFFWAKE_RULE __u64 offwake_keep_threshold(__u64 min_ns, __u64 period_ns, __u64 random)
+ * [0, P) (`random`: 32 random bits, scaled to the period: u = floor(random * P / 2^32), so
+ * that P(u < x) is x/P within 2^-32, with one random draw and no division), and the block is
+ * kept once its length reaches u. So the decision only ever turns from "not yet" to "kept" as
+ * the block goes on, and each stack is taken as soon as the block is known to be kept, as
+ * with --min-block, which u joins here: a block is kept once it is at least this long. */
+OFFWAKE_RULE __u64 offwake_keep_threshold(__u64 min_ns, __u64 period_ns, __u32 random)
 {
-	__u64 u = period_ns ? random % period_ns : 0;
+	/* random * P >> 32 without overflow, P split in its 32-bit halves. */
+	__u64 u = (__u64)random * (period_ns >> 32) + (((__u64)random * (period_ns & 0xffffffffu)) >> 32);
 
 	return u > min_ns ? u : min_ns;
 }

@@ -63,12 +63,9 @@ static __always_inline int chains(void)
  * drawn now (block_rules.h). */
 static __always_inline __u64 draw_keep_threshold(void)
 {
-	__u64 random;
-
 	if (!sampling())
 		return cfg.min_block_ns;
-	random = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32();
-	return offwake_keep_threshold(cfg.min_block_ns, cfg.sample_period_ns, random);
+	return offwake_keep_threshold(cfg.min_block_ns, cfg.sample_period_ns, bpf_get_prandom_u32());
 }
 
 /* Whether a block of this length, with this threshold (draw_keep_threshold), is kept. */

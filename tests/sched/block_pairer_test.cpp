@@ -350,9 +350,15 @@ TEST(BlockPairer, ASwitchTheKernelDidNotTraceIsCounted) {
 TEST(SamplingRules, ThresholdAndWeight) {
   EXPECT_EQ(offwake_keep_threshold(0, 0, 12345), 0u);
   EXPECT_EQ(offwake_keep_threshold(7, 0, 12345), 7u);
-  EXPECT_EQ(offwake_keep_threshold(0, 1000, 12345), 345u);
-  EXPECT_EQ(offwake_keep_threshold(400, 1000, 12345), 400u);
-  EXPECT_EQ(offwake_keep_threshold(0, 1000, ~0ull), ~0ull % 1000);
+  // 32 random bits scaled to the period: floor(random * P / 2^32).
+  EXPECT_EQ(offwake_keep_threshold(0, 1000, 0), 0u);
+  EXPECT_EQ(offwake_keep_threshold(0, 1000, 0x80000000u), 500u);
+  EXPECT_EQ(offwake_keep_threshold(0, 1000, 0xffffffffu), 999u);
+  EXPECT_EQ(offwake_keep_threshold(400, 1000, 0x40000000u), 400u);
+  EXPECT_EQ(offwake_keep_threshold(400, 1000, 0xc0000000u), 750u);
+  // A period past 32 bits: no overflow, still below the period.
+  EXPECT_EQ(offwake_keep_threshold(0, 100000000000ull, 0x80000000u), 50000000000ull);
+  EXPECT_EQ(offwake_keep_threshold(0, 100000000000ull, 0xffffffffu), 100000000000ull - 24);
   EXPECT_EQ(offwake_block_weight(300, 1000), 1000u);
   EXPECT_EQ(offwake_block_weight(1000, 1000), 1000u);
   EXPECT_EQ(offwake_block_weight(2500, 1000), 2500u);
