@@ -63,6 +63,19 @@ struct thread_struct {
 } __attribute__((preserve_access_index));
 #endif
 
+/* A task's cgroup in the default (v2) hierarchy, and that cgroup's id: its kernfs node's. */
+struct kernfs_node {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	struct kernfs_node *kn;
+} __attribute__((preserve_access_index));
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	void *stack; /* its kernel stack: THREAD_SIZE bytes from here */
 	struct thread_struct thread;
@@ -77,7 +90,15 @@ struct task_struct {
 	char comm[OFFWAKE_COMM_LEN];
 	struct sched_entity se;
 	void *rseq; /* the thread's registered struct rseq (user space), if any */
+	struct css_set *cgroups;
 } __attribute__((preserve_access_index));
+
+/* t's cgroup v2 id, as bpf_get_current_cgroup_id() gives the current task's (the same three
+ * loads), read from the task pointer the program has: no helper call. */
+static __always_inline __u64 task_cgroup_id(struct task_struct *t)
+{
+	return t->cgroups->dfl_cgrp->kn->id;
+}
 
 /* Whether t registered an rseq area (glibc does for every thread since 2.35): then the kernel
  * runs rseq_update on t's every way back to user space after it was switched out. */

@@ -87,7 +87,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	if (!(b->flags & TB_WAKE_ON_CPU))
 		clear_waker(b);
 	b->state = prev_state;
-	b->cgroup_id = bpf_get_current_cgroup_id(); /* prev is current */
+	b->cgroup_id = task_cgroup_id(prev); /* prev is current: its cgroup when it blocks */
 	b->keep_ns = draw_keep_threshold();
 	if (cfg.sched_frames)
 		b->kern_stack_id = current_stack(ctx, 0, OFFWAKE_KERNEL, scratch_slot(SLOT_SWITCH), c);
@@ -241,13 +241,11 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 			COUNT(c, irq_wakeups);
 		chain_end(b, OFFWAKE_CHAIN_END_IRQ);
 	} else {
-		__u64 pid_tgid = bpf_get_current_pid_tgid();
-
 		cur = bpf_get_current_task_btf();
-		b->waker_tgid = pid_tgid >> 32;
-		b->waker_tid = (__u32)pid_tgid;
+		b->waker_tgid = cur->tgid;
+		b->waker_tid = cur->pid;
 		b->waker_ident = task_ident(cur);
-		b->waker_cgroup_id = bpf_get_current_cgroup_id();
+		b->waker_cgroup_id = task_cgroup_id(cur);
 		__builtin_memcpy(b->waker_comm, cur->comm, sizeof(b->waker_comm));
 		b->waker_flags = irq; /* 0, or IRQ_UNKNOWN */
 		if (cur->flags & PF_KTHREAD) {
