@@ -123,7 +123,8 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   if (!blocks) return;
   t.state = e.prev_state;
   t.cgroup = e.cgroup;
-  t.keep_ns = offwake_keep_threshold(opt_.min_block_ns, opt_.sample_period_ns, opt_.sample_period_ns ? static_cast<uint32_t>(random_()) : 0);
+  const uint32_t draw = opt_.sample_period_ns ? static_cast<uint32_t>(random_()) : 0;  // 32 bits, as the BPF side's
+  t.keep_ns = offwake_keep_threshold(opt_.min_block_ns, opt_.sample_period_ns, draw);
   t.user = kernel_thread(e.prev_tid) ? kNoStack : 0;
   split(e, true, t.kern, t.user);
   t.block_ts = e.time;
