@@ -40,20 +40,22 @@ static __always_inline long walk_end(struct walk_ctx *w, __u32 why)
  * verifier go through three times as many instructions (-v prints them). */
 __noinline int note_word(struct walk_words *r, __u64 val)
 {
-	__u64 end;
+	__u64 off, end;
 	__u32 i;
 
 	if (!r)
 		return 0;
 	i = r->n;
+	off = r->at - r->sp0;
 	/* The span ends past this word. A word below the first sp (a signal frame's, on another
-	 * stack) wraps around: past any span a replay reads at once. */
-	end = r->at - r->sp0 + 8;
-	if (end > 0xffffffffull)
-		end = 0xffffffffull;
+	 * stack) gets a span past any a replay reads at once, so that its words are checked one
+	 * by one, where sp plus its offset cut to 32 bits lies past the top of the stack and
+	 * misses (off + 8 of the word just below the sp would wrap to 0, within any span). So
+	 * does a word 4 GiB above the sp, which no stack holds. */
+	end = r->at < r->sp0 || off > 0xffffffffull - 8 ? 0xffffffffull : off + 8;
 	if (end > r->span)
 		r->span = end;
-	r->off[i & (WALK_MEMO_WORDS - 1)] = r->at - r->sp0;
+	r->off[i & (WALK_MEMO_WORDS - 1)] = off;
 	r->val[i & (WALK_MEMO_WORDS - 1)] = val;
 	r->n = i + 1;
 	return 0;
