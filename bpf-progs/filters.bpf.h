@@ -15,6 +15,16 @@ static __always_inline int stopped(__u64 now)
 	return stop && now >= stop;
 }
 
+/* The same now, for a program that has not read the clock: it reads it only once user space
+ * has set the stop, so that a run that ends before it needs the time costs no clock read
+ * (110 to 150 ns here). */
+static __always_inline int stopped_now(void)
+{
+	__u64 stop = *(volatile __u64 *)&stop_ns;
+
+	return stop && bpf_ktime_get_ns() >= stop;
+}
+
 static __always_inline int task_wanted(struct task_struct *t)
 {
 	__u32 tgid;

@@ -200,18 +200,17 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 
 	if (!task_wanted(p))
 		return 0;
-	now = bpf_ktime_get_ns();
-	if (stopped(now))
-		return 0;
+	/* The time is read once the waking is about a block: most runs end before. */
 	c = cpu_counters();
 	if (!wakee_blocked(p)) {
-		COUNT(c, runnable_wakeups);
+		if (!stopped_now())
+			COUNT(c, runnable_wakeups);
 		return 0;
 	}
 	on_cpu = p->on_cpu;
 	b = on_cpu ? task_block_create(p) : task_block(p);
 	if (!b) {
-		if (on_cpu)
+		if (on_cpu && !stopped_now())
 			COUNT(c, storage_failed_wakeups);
 		return 0; /* asleep, but not in a block we track */
 	}
@@ -219,6 +218,9 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		clear_waker(b);
 		return 0;
 	}
+	now = bpf_ktime_get_ns();
+	if (stopped(now))
+		return 0;
 	so_far = on_cpu ? 0 : now - b->block_ts;
 	/* The length at which the block is kept. A wakeup on the way in comes before its block
 	 * has drawn its sampling threshold: taken as above zero then, as it nearly always is. */
