@@ -54,12 +54,15 @@ TEST(TrackingEvents, ADrainWhileTheKernelWritesMissesNoRecord) {
     children = fork_children(4000);
     done = true;
   });
+  // The forker is joined before any assertion can return.
   uint64_t passes = 0;
-  while (!done) {
-    ASSERT_TRUE(tracking->drain(emit));
+  Status drained = ok_status();
+  while (!done && drained) {
+    drained = tracking->drain(emit);
     ++passes;
   }
   forker.join();
+  ASSERT_TRUE(drained) << drained.error().message();
   tracking->disable();
   ASSERT_TRUE(tracking->drain(emit));
   ASSERT_EQ(children.size(), 4000u);
