@@ -584,7 +584,7 @@ def one_run(tracer, workload, tmp, n, args):
             if tw0 is not None and tw1 is not None:
                 b0[TASK_WORK], b1[TASK_WORK] = list(tw0), list(tw1)
             try:
-                rt.stop()
+                rt.stop(args.stop_timeout)
             except BenchError as e:
                 stop_error = str(e)
         finally:
@@ -763,9 +763,9 @@ def window_runs(args, cluster, tracers, tmp):
 
 def one_window_run(args, cluster, t, tmp, w):
     cycles = args.pgbench_windows
-    # Long enough for every window, with a minute per cycle for a tracer to start and stop;
-    # stopped by a signal once the last untraced window is over.
-    seconds = (cycles + 1) * w + cycles * 60 + 10
+    # Long enough for every window, with a minute per cycle for a tracer to start and as long
+    # as it may take to stop; stopped by a signal once the last untraced window is over.
+    seconds = (cycles + 1) * w + cycles * (60 + args.stop_timeout) + 10
     argv = cluster.pgbench_argv(seconds, args.pgbench_clients, args.pgbench_threads) + ["-P", "1", "--progress-timestamp"]
     err_path = os.path.join(tmp, "windows.err")
     with open(err_path, "w") as err:
@@ -783,7 +783,9 @@ def one_window_run(args, cluster, t, tmp, w):
                 b0, on = window_bpf_ns(t, rt), time.time()
                 window_sleep(p, w, err_path)
                 b1, off = window_bpf_ns(t, rt), time.time()
-                rt.stop()
+                # The next untraced window starts once the tracer is gone, however long that
+                # takes: a tracer's exit is not part of any window.
+                rt.stop(args.stop_timeout)
             finally:
                 rt.close()
             traced.append((on, off))
@@ -1066,6 +1068,10 @@ def parse_args():
     ap.add_argument("--keys-map-size", type=int, default=262144)
     ap.add_argument("--keys-stack-storage", type=int, default=524288)
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between attach and workload (0.5)")
+    # bpftrace prints its maps of stacks at exit, symbolizing each: with pgbench still running
+    # (the windows), its first exit took over 120 s here (2026-12-05), later ones 0.5 to 12 s.
+    ap.add_argument("--stop-timeout", type=int, default=300,
+                    help="seconds a tracer may take to exit after SIGINT before it is killed (300)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds a workload may take (600)")
     ap.add_argument("--bt-dir", default=os.path.normpath(os.path.join(TOP, "..", "shared", "bench")),
                     help="where offwake4.bt and floor.bt are (default ../shared/bench from the repository)")
