@@ -20,9 +20,7 @@ static __always_inline int stopped(__u64 now)
  * (110 to 150 ns here). */
 static __always_inline int stopped_now(void)
 {
-	__u64 stop = *(volatile __u64 *)&stop_ns;
-
-	return stop && bpf_ktime_get_ns() >= stop;
+	return *(volatile __u64 *)&stop_ns && stopped(bpf_ktime_get_ns());
 }
 
 static __always_inline int task_wanted(struct task_struct *t)
