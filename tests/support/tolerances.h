@@ -94,9 +94,9 @@ inline constexpr uint64_t max_missed_ns(uint64_t truth_ns, uint64_t truth_blocks
 inline constexpr double kOnCpuSampledTolerance = 0.07;
 
 // Blocks lost for want of task storage, in a fork storm (fork_storm -n 1300: each child's
-// first block creates its task storage in the sched_switch program): at most 1 block in 200,
-// each one counted (lost_blocks_no_task_storage) and printed. bpf_task_storage_get() with
-// F_CREATE allocates in atomic context and gives up when the CPU's task-storage lock is held
+// first block creates its task storage in the sched_switch program): at most 1 child in 200
+// forked, a bound from the workload, not from the recorder's counts, and each one counted
+// (lost_blocks_no_task_storage) and printed. bpf_task_storage_get() with F_CREATE allocates in atomic context and gives up when the CPU's task-storage lock is held
 // (a task's storage being freed, another program's use), or when another CPU gave the task its
 // first storage at the same moment (the program retries that once: task_block_create); it then
 // returns NULL and the block is counted, not recorded. A soak run saw one such block of 1,381
