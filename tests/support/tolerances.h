@@ -96,12 +96,13 @@ inline constexpr double kOnCpuSampledTolerance = 0.07;
 // Blocks lost for want of task storage, in a fork storm (fork_storm -n 1300: each child's
 // first block creates its task storage in the sched_switch program): at most 1 child in 200
 // forked, a bound from the workload, not from the recorder's counts, and each one counted
-// (lost_blocks_no_task_storage) and printed. bpf_task_storage_get() with F_CREATE allocates in atomic context and gives up when the CPU's task-storage lock is held
-// (a task's storage being freed, another program's use), or when another CPU gave the task its
-// first storage at the same moment (the program retries that once: task_block_create); it then
-// returns NULL and the block is counted, not recorded. A soak run saw one such block of 1,381
-// (once in 20 runs). A child whose only block went so is not in the file: the storm tests
-// count it as recorded or lost.
+// (lost_blocks_no_task_storage) and printed. bpf_task_storage_get() with F_CREATE allocates in
+// atomic context and gives up when the CPU's task-storage lock is held (a task's storage being
+// freed, another program's use), or when another CPU gave the task its first storage at the
+// same moment (the program retries that once: task_block_create); it then returns NULL and the
+// block is counted, not recorded. A soak run saw one such block of 1,381 (once in 20 runs). A
+// child whose only block went so is not in the file: the storm tests count it as recorded or
+// lost.
 inline constexpr unsigned kTaskStorageLossDivisor = 200;
 
 }  // namespace offwake::test
