@@ -411,9 +411,11 @@ TEST(CompleteStacks, LazyAndEagerTakeTheSameCompleteStacks) {
       EXPECT_TRUE(stacks[1][function].count(l)) << "lazy only: " << l;
     for (const std::string& l : stacks[1][function])
       EXPECT_TRUE(lines.count(l)) << "eager only: " << l;
-    for (const std::string& l : lines)  // blocked stacks reach the thread's start
-      if (!l.starts_with("waker: "))
+    for (const std::string& l : lines) {  // blocked stacks reach the thread's start
+      if (!l.starts_with("waker: ")) {
         EXPECT_TRUE(l.find(";main;") != std::string::npos || l.find(";start_thread;") != std::string::npos) << l;
+      }
+    }
   }
 }
 
