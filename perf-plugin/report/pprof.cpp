@@ -29,8 +29,8 @@ struct PbValueType {
 struct PbSample {
   static constexpr uint32_t kLocationId = 1, kValue = 2, kLabel = 3;
 };
-struct PbLabel {
-  static constexpr uint32_t kKey = 1, kStr = 2, kNum = 3, kNumUnit = 4;
+struct PbLabel {  // num_unit (4) is not written: see num_label()
+  static constexpr uint32_t kKey = 1, kStr = 2, kNum = 3;
 };
 struct PbMapping {
   static constexpr uint32_t kId = 1, kMemoryStart = 2, kMemoryLimit = 3, kFileOffset = 4, kFilename = 5,
