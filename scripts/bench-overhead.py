@@ -945,8 +945,10 @@ def keys_rounds(args, offwakes, tmp):
                 try:
                     _, wall, _ = run_workload(argv, args.timeout, tmp)
                     hwm = read_vm(rt.p.pid, "VmHWM")
-                    stop_s, _, ru = rt.stop(300)
-                    summary = tail(rt.err, 5)
+                    stop_s, _, ru = rt.stop(args.stop_timeout)
+                    # The whole summary: its distinct stacks are on its first line of several.
+                    with open(rt.err, errors="replace") as f:
+                        summary = f.read()
                     keys = SUMMARY_KEYS.search(summary)
                     mb = SUMMARY_MB.search(summary)
                     res = {"stop": stop_s, "hwm": hwm, "maxrss": ru.ru_maxrss * 1024, "wall": wall,
