@@ -411,7 +411,7 @@ Status Converter::write_samples() {
   stats_.duration_ns = info.last_sample_time > info.first_sample_time ? info.last_sample_time - info.first_sample_time : 0;
   stats_.sample_period_ns = static_cast<uint64_t>(opt_.sample_period_us * 1000);
   BlockWriter blocks(*writer_, *pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr, stats_);
-  for (const auto& a : pairer_->aggregates()) OFFWAKE_TRY(blocks.write(a, last_time_));
+  OFFWAKE_TRY(blocks.write(pairer_->aggregates(), last_time_));
   return blocks.finish(last_time_);
 }
 

@@ -530,10 +530,7 @@ Status Recorder::switch_file(const BlockSource::EventFn& write_event) {
   const uint64_t time = monotonic_ns();
   RecordStats now;
   OFFWAKE_TRY(source_->switch_window(
-      [&](std::span<const Aggregate> batch) -> Status {
-        for (const auto& a : batch) OFFWAKE_TRY(blocks_->write(a, time));
-        return ok_status();
-      },
+      [&](std::span<const Aggregate> batch) { return blocks_->write(batch, time); },
       now));
   now.tracking_undecodable = tracking_->undecodable();
   window_source_counts(stats_, now, at_start_);
@@ -685,10 +682,7 @@ Status Recorder::write_aggregates(uint64_t time) {
   window_source_counts(stats_, now, at_start_);
   at_start_ = now;
   // A batch at a time: a recording of 100,000 keys need not hold them all.
-  return source_->visit_aggregates([&](std::span<const Aggregate> batch) -> Status {
-    for (const auto& a : batch) OFFWAKE_TRY(blocks_->write(a, time));
-    return ok_status();
-  });
+  return source_->visit_aggregates([&](std::span<const Aggregate> batch) { return blocks_->write(batch, time); });
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ std::vector<perfdata::SampleRecord> AggregateSamples::convert(const Aggregate& a
   // A time at which both threads were who the key says: perf resolves comm, maps and exits
   // as of the sample's time. The waker and hop samples have the same time, so that they stay
   // next to their blocked sample when perf sorts.
-  const uint64_t time = a.value.last_ns ? a.value.last_ns : fallback_time;
+  const uint64_t time = aggregate_time(a, fallback_time);
   const uint64_t period = a.value.total_ns;
   std::vector<perfdata::SampleRecord> out;
   out.push_back(sample(ids_.time, k.tgid, k.tid, time, period, blocked_stacks(k)));

@@ -14,6 +14,12 @@
 
 namespace offwake {
 
+// The time an aggregate's samples are stamped with: its last_ns (a time both threads had the
+// key's identity), or `fallback_time` without one.
+inline uint64_t aggregate_time(const Aggregate& a, uint64_t fallback_time) {
+  return a.value.last_ns ? a.value.last_ns : fallback_time;
+}
+
 class AggregateSamples {
  public:
   // With `kallsyms`, leaf kernel frames of the tracing machinery that reaches the BPF program
@@ -26,8 +32,7 @@ class AggregateSamples {
       : builder_(stacks), ids_(ids), kallsyms_(kallsyms), sample_period_ns_(sample_period_ns) {}
 
   // The blocked sample, the waker sample, then the hop samples of one aggregate, stamped
-  // with the aggregate's last_ns (a time both threads had the key's identity), or
-  // `fallback_time` without one. Hop samples only when the event ids have hop events.
+  // aggregate_time(). Hop samples only when the event ids have hop events.
   std::vector<perfdata::SampleRecord> convert(const Aggregate& a, uint64_t fallback_time);
   // The same for one block of --timeline: stamped with its wakeup (or its start without one),
   // on the CPU where it ended.

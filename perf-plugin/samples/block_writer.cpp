@@ -1,5 +1,6 @@
 #include "samples/block_writer.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace offwake {
@@ -15,10 +16,18 @@ Status BlockWriter::write_samples(const std::vector<perfdata::SampleRecord>& sam
   return ok_status();
 }
 
-Status BlockWriter::write(const Aggregate& a, uint64_t fallback_time) {
-  OFFWAKE_TRY(write_samples(samples_.convert(a, fallback_time)));
-  stats_.blocked_ns += a.value.total_ns;
-  ++stats_.keys;
+Status BlockWriter::write(std::span<const Aggregate> batch, uint64_t fallback_time) {
+  std::vector<const Aggregate*> order;
+  order.reserve(batch.size());
+  for (const Aggregate& a : batch) order.push_back(&a);
+  std::stable_sort(order.begin(), order.end(), [fallback_time](const Aggregate* x, const Aggregate* y) {
+    return aggregate_time(*x, fallback_time) < aggregate_time(*y, fallback_time);
+  });
+  for (const Aggregate* a : order) {
+    OFFWAKE_TRY(write_samples(samples_.convert(*a, fallback_time)));
+    stats_.blocked_ns += a->value.total_ns;
+    ++stats_.keys;
+  }
   return ok_status();
 }
 

@@ -50,8 +50,8 @@ TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
       described.push_back(s.size());
       return ok_status();
     });
-    ASSERT_TRUE(blocks.write(aggregate(10, 1000), 77));
-    ASSERT_TRUE(blocks.write(aggregate(11, 2000), 77));
+    const std::vector<Aggregate> batch{aggregate(10, 1000), aggregate(11, 2000)};
+    ASSERT_TRUE(blocks.write(batch, 77));
     offwake_event e{};
     e.start_ns = 50;
     e.end_ns = 600;
@@ -93,6 +93,50 @@ TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
   EXPECT_EQ(stored["dwarf_user_stacks"], 5u);
   EXPECT_EQ(stored["dwarf_user_stacks_complete"], 4u);
   EXPECT_EQ(stored["dwarf_user_stacks_copy_too_small"], 1u);
+}
+
+// perf queues a file's records in a time-ordered list searched from the record queued last:
+// aggregates in hash order cost it a walk of the queue each, minutes for 100,000 of them. A
+// batch is written in time order (its last_ns, or the fallback time without one), each
+// waker sample right after its blocked sample.
+TEST(BlockWriter, WritesABatchInTimeOrder) {
+  test::StackTable table;
+  table.stacks[1] = {0xffffffff81000200};
+  const OffwakeEventIds ids{1000, 1001};
+  auto w = perfdata::PerfDataWriter::create(std::make_unique<perfdata::MemorySink>(), perfdata::Mode::kFile,
+                                            offwake_events(ids), perfdata::test::fixed_host());
+  ASSERT_TRUE(w) << w.error().message();
+  RecordStats stats;
+  const uint64_t times[] = {500, 0, 100, 900, 300, 100};  // 0: no time of its own
+  const uint64_t fallback = 700;
+  std::vector<Aggregate> batch;
+  for (size_t i = 0; i < std::size(times); ++i) {
+    batch.push_back(aggregate(static_cast<uint32_t>(10 + i), 1000 + i));
+    batch.back().value.last_ns = times[i];
+  }
+  {
+    BlockWriter blocks(*w, table, ids, nullptr, stats);
+    ASSERT_TRUE(blocks.write(batch, fallback));
+    ASSERT_TRUE(blocks.finish(fallback));
+  }
+  EXPECT_EQ(stats.keys, std::size(times));
+  ASSERT_TRUE(w->close());
+
+  auto r = perfdata::PerfDataReader::from_memory(static_cast<const perfdata::MemorySink&>(w->sink()).data());
+  ASSERT_TRUE(r) << r.error().message();
+  std::vector<std::pair<uint64_t, uint32_t>> blocked, wakers;  // (time, tid) in file order
+  while (true) {
+    auto next = r->next();
+    ASSERT_TRUE(next) << next.error().message();
+    if (!*next) break;
+    if (const auto* s = std::get_if<perfdata::SampleRecord>(&**next))
+      (s->id == ids.time ? blocked : wakers).emplace_back(s->time, s->tid);
+  }
+  // Equal times keep the batch's order (tids 12 then 15, both at 100).
+  const std::vector<std::pair<uint64_t, uint32_t>> want{{100, 12}, {100, 15}, {300, 14}, {500, 10}, {700, 11}, {900, 13}};
+  EXPECT_EQ(blocked, want);
+  ASSERT_EQ(wakers.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(wakers[i].first, want[i].first) << i;
 }
 
 TEST(BlockWriter, PseudoWakersAreNamedByTid) {

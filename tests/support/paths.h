@@ -20,6 +20,9 @@ inline const std::string kWorkloads = OFFWAKE_BINARY_DIR "/tests/workloads/";
 inline const std::string kForkStorm = OFFWAKE_BINARY_DIR "/tests/e2e/fork_storm";
 inline const std::string kSymbolsTarget = OFFWAKE_BINARY_DIR "/tests/e2e/symbols_target";
 
+// tests/bench's many-keys workload: 2^DEPTH distinct user call paths, a block at the end of each.
+inline const std::string kBenchKeys = OFFWAKE_BINARY_DIR "/tests/bench/bench_keys";
+
 // The bundled scripts (scripts/), with the trailing slash: kScripts + "offwake-collapse.py".
 inline const std::string kScripts = OFFWAKE_SOURCE_DIR "/scripts/";
 
