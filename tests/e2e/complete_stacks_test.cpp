@@ -127,8 +127,8 @@ void expect_reference_complete(const DwarfStacks& perf, const std::set<uint32_t>
 // A timed function's recorded time against its truth: within 5%. A block whose switch-in the
 // kernel did not trace (this VM runs no program for switches of its init process's threads)
 // ends at its wakeup, without the run-queue wait that the workload's clock counts: if the
-// recording counted such a block (its summary's "ended late"), the time may fall short by one
-// block of the truth's (max_missed_ns), as in the other tests of the project; never more.
+// recording counted such a block (its summary's "ended late"), the time may fall short by as
+// many blocks as the truth allows (max_missed_ns), as in the other tests of the project; never more.
 void expect_function_time(double recorded, uint64_t truth_ns, uint64_t truth_count, const std::string& record_err,
                           const std::string& what) {
   const double least = (1 - kBlockedTimeTolerance) * static_cast<double>(truth_ns);

@@ -146,7 +146,7 @@ bool waker_unseen(const std::vector<ScriptSample>& samples, size_t i) {
 
 // The summed period of the blocks of `t`'s thread without a waker: they may have gone to
 // either side of an identity change. As rarely as the truth allows (expect_misses_within_truth:
-// one block of the truth's, in number and time), and no more of them than the recording counted.
+// one block in 20 of the truth's, in number and time), and no more of them than the recording counted.
 struct Unseen {
   uint64_t blocks = 0, ns = 0;
 };

@@ -74,7 +74,7 @@ inline void expect_misses_within_truth(uint64_t blocks, uint64_t ns, const Truth
       << blocks << " blocks " << what << " of the truth's " << t.count << " (one per " << kMissedBlocksPer
       << " allowed)";
   EXPECT_LE(ns, max_missed_ns(t.blocked_ns, t.count))
-      << ns << " ns blocked " << what << ", more than one block of the truth's " << t.blocked_ns << " ns in "
+      << ns << " ns blocked " << what << ", more than the truth allows of its " << t.blocked_ns << " ns in "
       << t.count;
 }
 
