@@ -32,12 +32,25 @@ Aggregate aggregate(uint32_t tid, uint64_t total_ns) {
   return a;
 }
 
-TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
+const OffwakeEventIds kIds{1000, 1001};
+
+// The stacks of aggregate(): one kernel stack, id 1.
+test::StackTable one_kernel_stack() {
   test::StackTable table;
   table.stacks[1] = {0xffffffff81000200};
-  const OffwakeEventIds ids{1000, 1001};
-  auto w = perfdata::PerfDataWriter::create(std::make_unique<perfdata::MemorySink>(), perfdata::Mode::kFile,
-                                            offwake_events(ids), perfdata::test::fixed_host());
+  return table;
+}
+
+// A perf.data file of kIds's events, in memory.
+auto memory_writer() {
+  return perfdata::PerfDataWriter::create(std::make_unique<perfdata::MemorySink>(), perfdata::Mode::kFile,
+                                          offwake_events(kIds), perfdata::test::fixed_host());
+}
+
+TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
+  const test::StackTable table = one_kernel_stack();
+  const OffwakeEventIds ids = kIds;
+  auto w = memory_writer();
   ASSERT_TRUE(w) << w.error().message();
   RecordStats stats;
   stats.counters.agg_map_full = 3;  // blocks lost: one LOST_SAMPLES record of offwake-time
@@ -100,11 +113,9 @@ TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
 // batch is written in time order (its last_ns, or the fallback time without one), each
 // waker sample right after its blocked sample.
 TEST(BlockWriter, WritesABatchInTimeOrder) {
-  test::StackTable table;
-  table.stacks[1] = {0xffffffff81000200};
-  const OffwakeEventIds ids{1000, 1001};
-  auto w = perfdata::PerfDataWriter::create(std::make_unique<perfdata::MemorySink>(), perfdata::Mode::kFile,
-                                            offwake_events(ids), perfdata::test::fixed_host());
+  const test::StackTable table = one_kernel_stack();
+  const OffwakeEventIds ids = kIds;
+  auto w = memory_writer();
   ASSERT_TRUE(w) << w.error().message();
   RecordStats stats;
   const uint64_t times[] = {500, 0, 100, 900, 300, 100};  // 0: no time of its own
