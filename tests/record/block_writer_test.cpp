@@ -47,6 +47,11 @@ auto memory_writer() {
                                           offwake_events(kIds), perfdata::test::fixed_host());
 }
 
+// What a writer of memory_writer() holds once closed.
+perfdata::Bytes written(const perfdata::PerfDataWriter& w) {
+  return static_cast<const perfdata::MemorySink&>(w.sink()).data();
+}
+
 TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
   const test::StackTable table = one_kernel_stack();
   const OffwakeEventIds ids = kIds;
@@ -81,16 +86,13 @@ TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
   EXPECT_EQ(stats.sample_stacks, 6u);  // a kernel stack each, blocked and waker; no user stacks
   ASSERT_TRUE(w->close());
 
-  auto r = perfdata::PerfDataReader::from_memory(static_cast<const perfdata::MemorySink&>(w->sink()).data());
+  auto r = perfdata::test::read_all(written(*w));
   ASSERT_TRUE(r) << r.error().message();
   size_t samples = 0;
   uint64_t lost = 0, lost_time = 0;
-  while (true) {
-    auto next = r->next();
-    ASSERT_TRUE(next) << next.error().message();
-    if (!*next) break;
-    if (std::holds_alternative<perfdata::SampleRecord>(**next)) ++samples;
-    if (const auto* l = std::get_if<perfdata::LostSamplesRecord>(&**next)) {
+  for (const perfdata::Record& rec : r->records) {
+    if (std::holds_alternative<perfdata::SampleRecord>(rec)) ++samples;
+    if (const auto* l = std::get_if<perfdata::LostSamplesRecord>(&rec)) {
       lost += l->lost;
       lost_time = l->sample_id.time;
     }
@@ -98,8 +100,8 @@ TEST(BlockWriter, WritesSamplesCountsThemAndEndsWithLossesAndStats) {
   EXPECT_EQ(samples, 6u);
   EXPECT_EQ(lost, 3u);
   EXPECT_EQ(lost_time, 99u);
-  ASSERT_TRUE(r->info().other_sections.count(kFeatOffwakeStats));
-  auto fields = decode_record_stats(r->info().other_sections.at(kFeatOffwakeStats));
+  ASSERT_TRUE(r->info.other_sections.count(kFeatOffwakeStats));
+  auto fields = decode_record_stats(r->info.other_sections.at(kFeatOffwakeStats));
   ASSERT_TRUE(fields);
   std::map<std::string, uint64_t> stored(fields->begin(), fields->end());
   EXPECT_EQ(stored["aggregates"], 2u);
@@ -133,21 +135,22 @@ TEST(BlockWriter, WritesABatchInTimeOrder) {
   EXPECT_EQ(stats.keys, std::size(times));
   ASSERT_TRUE(w->close());
 
-  auto r = perfdata::PerfDataReader::from_memory(static_cast<const perfdata::MemorySink&>(w->sink()).data());
+  auto r = perfdata::test::read_all(written(*w));
   ASSERT_TRUE(r) << r.error().message();
-  std::vector<std::pair<uint64_t, uint32_t>> blocked, wakers;  // (time, tid) in file order
-  while (true) {
-    auto next = r->next();
-    ASSERT_TRUE(next) << next.error().message();
-    if (!*next) break;
-    if (const auto* s = std::get_if<perfdata::SampleRecord>(&**next))
-      (s->id == ids.time ? blocked : wakers).emplace_back(s->time, s->tid);
-  }
+  std::vector<const perfdata::SampleRecord*> samples;  // in file order
+  for (const perfdata::Record& rec : r->records)
+    if (const auto* s = std::get_if<perfdata::SampleRecord>(&rec)) samples.push_back(s);
   // Equal times keep the batch's order (tids 12 then 15, both at 100).
   const std::vector<std::pair<uint64_t, uint32_t>> want{{100, 12}, {100, 15}, {300, 14}, {500, 10}, {700, 11}, {900, 13}};
-  EXPECT_EQ(blocked, want);
-  ASSERT_EQ(wakers.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(wakers[i].first, want[i].first) << i;
+  ASSERT_EQ(samples.size(), 2 * want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const perfdata::SampleRecord& blocked = *samples[2 * i];
+    const perfdata::SampleRecord& waker = *samples[2 * i + 1];
+    EXPECT_EQ(blocked.id, ids.time) << i;
+    EXPECT_EQ(std::make_pair(blocked.time, blocked.tid), want[i]) << i;
+    EXPECT_EQ(waker.id, ids.waker) << i;
+    EXPECT_EQ(waker.time, want[i].first) << i;
+  }
 }
 
 TEST(BlockWriter, PseudoWakersAreNamedByTid) {
