@@ -324,6 +324,11 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
 
   OffwakeBpf bpf(std::move(s), depth, !o.tgids.empty(), percpu.preempt_count.has_value(), lazy_capture(o));
   bpf.task_work_refused_ = task_work_refused;
+  if (o.run_time_stats) {
+    auto stats = enable_run_time_stats();
+    if (!stats) return stats.error();
+    bpf.run_time_stats_ = std::move(stats).value();
+  }
   if (o.timeline) {
     auto reader = EventReader::open(bpf.events_map_fd());
     if (!reader) return reader.error();
@@ -378,6 +383,7 @@ static void warm_stack_store(int store_fd, uint32_t value_size) {
 
 Status OffwakeBpf::attach() {
   LibbpfLogCapture log;
+  stats_on_at_attach_ = run_time_stats_.valid() || bpf_stats_sysctl_on();
   warm_stack_store(stack_store_fd(), bpf_map__value_size(skel_->maps.stack_store));
   struct {
     bpf_program* prog;
@@ -465,26 +471,26 @@ Status OffwakeBpf::visit_aggregates(const AggregateBatchFn& fn) const {
 Result<offwake_counters> OffwakeBpf::read_counters() const { return bpf::read_counters(counters_fd()); }
 
 Result<OffwakeBpf::RecursionMisses> OffwakeBpf::recursion_misses() const {
+  auto programs = program_runs(skel_->obj);
+  if (!programs) return programs.error();
+  const std::string switches = bpf_program__name(skel_->progs.offwake_switch);
+  const std::string wakeups = bpf_program__name(skel_->progs.offwake_waking);
   RecursionMisses m;
-  struct {
-    bpf_program* prog;
-    uint64_t* count;
-  } progs[] = {
-      {skel_->progs.offwake_switch, &m.switches}, {skel_->progs.offwake_waking, &m.wakeups},
-      {skel_->progs.offwake_sys_exit, &m.other},  {skel_->progs.offwake_exec, &m.other},
-      {skel_->progs.offwake_fork, &m.other},      {skel_->progs.offwake_exit, &m.other},
-      {skel_->progs.offwake_rseq_return, &m.other},
-  };
-  for (const auto& p : progs) {
-    int fd = bpf_program__fd(p.prog);
-    if (fd < 0) continue;  // not loaded (autoload off for these options)
-    bpf_prog_info info{};
-    __u32 len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
-      return Error::from_errno(std::string("reading info of BPF program ") + bpf_program__name(p.prog));
-    *p.count += info.recursion_misses;
+  for (const ProgramRuns& p : *programs) {
+    if (p.name == switches) m.switches += p.recursion_misses;
+    else if (p.name == wakeups) m.wakeups += p.recursion_misses;
+    else m.other += p.recursion_misses;
   }
   return m;
+}
+
+Result<OffwakeBpf::RunTime> OffwakeBpf::run_time() const {
+  auto programs = program_runs(skel_->obj);
+  if (!programs) return programs.error();
+  RunTime r;
+  r.measured = run_time_stats_.valid() || (stats_on_at_attach_ && bpf_stats_sysctl_on());
+  r.programs = std::move(programs).value();
+  return r;
 }
 
 Result<StackTraceMap> OffwakeBpf::stack_trace_map() const {

@@ -9,6 +9,7 @@
 #include "blocks/block_filters.h"
 #include "bpf/aggregates.h"
 #include "bpf/event_reader.h"
+#include "bpf/program_runs.h"
 #include "bpf/stack_trace_map.h"
 #include "offwake.h"
 #include "util/result.h"
@@ -92,6 +93,10 @@ struct LoaderOptions : BlockFilters {
   // --switch-output (aggregated mode): two aggregation maps, one per window, that
   // switch_window() alternates.
   bool switch_windows = false;
+
+  // --bpf-stats: the kernel's run-time statistics on from the load until the programs are
+  // gone (bpf/program_runs.h), so that run_time() can tell what they cost.
+  bool run_time_stats = false;
 };
 
 class OffwakeBpf {
@@ -135,6 +140,15 @@ class OffwakeBpf {
     uint64_t switches = 0, wakeups = 0, other = 0;
   };
   Result<RecursionMisses> recursion_misses() const;
+  // Each loaded program's runs and CPU time since the load (bpf/program_runs.h). `measured`:
+  // the kernel counted them all along, its run-time statistics on since attach() at least
+  // (options.run_time_stats, or kernel.bpf_stats_enabled then and now); else the counts are
+  // partial or zero.
+  struct RunTime {
+    bool measured = false;
+    std::vector<ProgramRuns> programs;
+  };
+  Result<RunTime> run_time() const;
   // The stack_trace map and the stack store, holding their own fd references.
   Result<StackTraceMap> stack_trace_map() const;
   // Whether stacks are taken lazily (a duration filter without `eager`).
@@ -204,6 +218,8 @@ class OffwakeBpf {
   bool irq_detection_;
   bool lazy_;
   bool task_work_refused_ = false;
+  UniqueFd run_time_stats_;          // options.run_time_stats: held while the programs are
+  bool stats_on_at_attach_ = false;  // the kernel counted run time when attach() began
 };
 
 // Whether this kernel can run a BPF callback on a task's way back to user space

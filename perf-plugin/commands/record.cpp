@@ -70,6 +70,9 @@ int cmd_record(const std::vector<std::string>& args) {
       flag_option(0, "check-replays", &o.check_replays,
                   "unwind every kernel stack replayed from a thread's last ones as well, and count those that "
                   "differ (a check; costs what replays save)"),
+      flag_option(0, "bpf-stats", &o.bpf_stats,
+                  "measure what the BPF programs cost (the kernel's run-time statistics, on for the recording: "
+                  "two clock reads a run of every BPF program)"),
       string_option(0, "user-walker", "auto|fp|kernel", &o.user_walker,
                     "who walks user stacks: .eh_frame unwind tables, frame pointers elsewhere (auto, default); "
                     "frame pointers only (fp); bpf_get_stackid() (kernel)"),

@@ -94,6 +94,11 @@ class BpfBlocks : public BlockSource {
     s.skipped_other = misses->other;
     if (unwind_) s.unwind = unwind_->stats();
     fill_store_counts(s);
+    auto run_time = bpf_.run_time();
+    if (!run_time) return run_time.error();
+    s.bpf_time.measured = run_time->measured;
+    s.bpf_time.programs.clear();
+    for (const bpf::ProgramRuns& p : run_time->programs) s.bpf_time.programs.push_back({p.name, p.runs, p.ns});
     return ok_status();
   }
 

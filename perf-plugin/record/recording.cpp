@@ -32,7 +32,7 @@ namespace offwake {
 
 std::string bpf_only_option(const RecordOptions& o) {
   if (o.chain_depth > 1) return "--chain-depth";
-  for (const char* name : {"--eager", "--check-replays", "--user-walker", "--unwind-memory", "--cgroup", "--stack-storage-size", "--map-size",
+  for (const char* name : {"--eager", "--check-replays", "--bpf-stats", "--user-walker", "--unwind-memory", "--cgroup", "--stack-storage-size", "--map-size",
                            "--process-map-size", "--ringbuf-size"})
     if (o.given.count(name)) return name;
   return "";
@@ -147,6 +147,7 @@ void copy_source_counts(RecordStats& to, const RecordStats& from) {
   to.stacks_emptied = from.stacks_emptied;
   to.user_unwind = from.user_unwind;
   to.unwind = from.unwind;  // the tables as they are now: not a count of the window's
+  to.bpf_time = from.bpf_time;
 }
 
 // a -= b, field by field, for a struct of uint64_t counts.
@@ -176,6 +177,7 @@ void window_source_counts(RecordStats& w, const RecordStats& now, const RecordSt
   w.callchains_cut -= before.callchains_cut;
   w.stack_store_emptied -= before.stack_store_emptied;
   w.stacks_emptied -= before.stacks_emptied;
+  w.bpf_time.subtract(before.bpf_time);
 }
 
 // The counts of a window's file added to the recording's.
@@ -288,6 +290,7 @@ bpf::LoaderOptions Recorder::loader_options() const {
   lo.eager = opt_.eager;
   lo.sched_frames = opt_.sched_frames;
   lo.check_replays = opt_.check_replays;
+  lo.run_time_stats = opt_.bpf_stats;
   lo.kernel_user_walker = opt_.user_walker == "kernel";
   lo.unwind_tables = opt_.user_walker == "auto" && kUnwindTablesHere;
   lo.unwind_rows = static_cast<uint32_t>((opt_.unwind_memory_mb << 20) / sizeof(offwake_unwind_row));

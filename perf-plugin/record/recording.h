@@ -33,6 +33,9 @@ struct RecordOptions {
   uint64_t stack_entries = 16384, map_entries = 16384, max_stack = 0, process_entries = 65536;
   // When and how stacks are taken (see bpf::LoaderOptions).
   bool eager = false, sched_frames = false, check_replays = false;
+  // --bpf-stats: the kernel's run-time statistics on for the recording, so that the summary
+  // and the file tell what the BPF programs cost (as with kernel.bpf_stats_enabled on).
+  bool bpf_stats = false;
   std::string user_walker = "auto";
   uint64_t unwind_memory_mb = 64;
   bool verbose = false, quiet = false;

@@ -1,5 +1,7 @@
 #include "samples/record_stats.h"
 
+#include <algorithm>
+
 namespace offwake {
 
 uint64_t RecordStats::lost_blocks() const {
@@ -10,6 +12,28 @@ StackLosses RecordStats::missing_stacks() const {
   StackLosses m = kernel_missing;
   m += user_missing;
   return m;
+}
+
+uint64_t RecordStats::BpfTime::runs() const {
+  uint64_t n = 0;
+  for (const ProgramTime& p : programs) n += p.runs;
+  return n;
+}
+
+uint64_t RecordStats::BpfTime::ns() const {
+  uint64_t n = 0;
+  for (const ProgramTime& p : programs) n += p.ns;
+  return n;
+}
+
+void RecordStats::BpfTime::subtract(const BpfTime& before) {
+  for (ProgramTime& p : programs) {
+    for (const ProgramTime& b : before.programs) {
+      if (b.program != p.program) continue;
+      p.runs -= std::min(p.runs, b.runs);
+      p.ns -= std::min(p.ns, b.ns);
+    }
+  }
 }
 
 uint64_t RecordStats::lost_wakeups() const { return counters.storage_failed_wakeups + skipped_wakeups; }
@@ -142,6 +166,13 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
   };
   for (const auto& [o, name] : outcomes) f.emplace_back(std::string("buildid_cache_") + name, b.count(o));
   const std::pair<const char*, const StackLosses*> halves[] = {{"kernel", &kernel_missing}, {"user", &user_missing}};
+  const BpfTime none;  // not measured: zeros, no program
+  const BpfTime& t = bpf_time.measured ? bpf_time : none;
+  f.insert(f.end(), {{"bpf_time_measured", t.measured}, {"bpf_prog_runs", t.runs()}, {"bpf_prog_run_ns", t.ns()}});
+  for (const ProgramTime& p : t.programs) {
+    f.emplace_back("bpf_prog_runs." + p.program, p.runs);
+    f.emplace_back("bpf_prog_run_ns." + p.program, p.ns);
+  }
   for (const auto& [half, l] : halves) {
     const std::string p = std::string("missing_") + half + "_stacks";
     f.insert(f.end(), {{p, l->total()},
@@ -278,6 +309,7 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             "different ]\n",
             u(c.kernel_replays_checked), u(c.kernel_replays_wrong));
   print_sampling_summary(out, "record", s);
+  print_bpf_time_summary(out, s);
   print_user_unwind_summary(out, "record", s.user_unwind);
   uint64_t walks = 0;
   for (uint64_t n : c.user_walk_end) walks += n;
@@ -323,6 +355,25 @@ void print_record_summary(FILE* out, const RecordStats& s) {
             "[ perf offwake record: tracepoint back end: %llu scheduler events lost (ring buffer full), %llu out "
             "of time order, %llu undecodable, %llu callchains cut at a word that is no context marker ]\n",
             u(s.tracepoint_lost), u(s.tracepoint_late), u(s.tracepoint_undecodable), u(s.callchains_cut));
+}
+
+void print_bpf_time_summary(FILE* out, const RecordStats& s) {
+  const RecordStats::BpfTime& t = s.bpf_time;
+  if (!t.measured || !t.runs()) return;
+  const uint64_t ns = t.ns() + s.counters.user_work_ns;
+  fprintf(out, "[ perf offwake record: BPF programs: %.3f s of CPU, %.2f%% of one CPU over %.3f s", ns / 1e9,
+          s.duration_ns ? 100.0 * ns / s.duration_ns : 0.0, s.duration_ns / 1e9);
+  const char* sep = ": ";
+  for (const RecordStats::ProgramTime& p : t.programs) {
+    if (!p.runs) continue;
+    fprintf(out, "%s%s %llu run%s at %.0f ns", sep, p.program.c_str(), u(p.runs), p.runs == 1 ? "" : "s",
+            static_cast<double>(p.ns) / p.runs);
+    sep = ", ";
+  }
+  if (s.counters.user_work_runs)
+    fprintf(out, "%stask work %llu runs at %.0f ns (timed by itself)", sep, u(s.counters.user_work_runs),
+            static_cast<double>(s.counters.user_work_ns) / s.counters.user_work_runs);
+  fprintf(out, " ]\n");
 }
 
 void print_sampling_summary(FILE* out, const char* command, const RecordStats& s) {

@@ -66,6 +66,23 @@ struct RecordStats {
     uint64_t publish_failures = 0;
     std::vector<std::string> failed;  // "path: why", for -v
   } unwind;
+  // The BPF programs' runs and CPU time in this recording (or window), as the kernel counted
+  // them (bpf_prog_info run_cnt and run_time_ns); the task work's time is apart
+  // (counters.user_work_ns), for the kernel counts it in no program. Only `measured` when the
+  // kernel's run-time statistics were on all along (--bpf-stats, kernel.bpf_stats_enabled):
+  // else they are not printed, and stored as zeros.
+  struct ProgramTime {
+    std::string program;
+    uint64_t runs = 0, ns = 0;
+  };
+  struct BpfTime {
+    bool measured = false;
+    std::vector<ProgramTime> programs;
+    uint64_t runs() const;
+    uint64_t ns() const;
+    // This time less `before`'s (the counts at a window's start), program by program.
+    void subtract(const BpfTime& before);
+  } bpf_time;
   // The binaries of the recorded processes put into perf's build-id cache (not enabled: with
   // --no-buildid-cache): the whole recording's so far, in each file.
   BuildIdCacheCounts buildid_cache;
@@ -83,6 +100,8 @@ struct RecordStats {
 void print_record_summary(FILE* out, const RecordStats& s);
 // With --sample-period, the line on what was kept and weighted: "[ perf offwake COMMAND: ...".
 void print_sampling_summary(FILE* out, const char* command, const RecordStats& s);
+// The line on the BPF programs' time (RecordStats::bpf_time), if it was measured.
+void print_bpf_time_summary(FILE* out, const RecordStats& s);
 // The line on user stacks unwound from stack copies, if any were: "[ perf offwake COMMAND: ...".
 void print_user_unwind_summary(FILE* out, const char* command, const UserUnwindCounts& u);
 // -v: each binary whose code is walked by frame pointers for want of a table, and why.
