@@ -339,9 +339,7 @@ class PprofEncoder {
     // Sample times are CLOCK_MONOTONIC, which says nothing about the wall clock time_nanos
     // wants: it is left out (0). The duration is the recording's own (perf offwake record's
     // duration_ns counter); without it, the time between the first and the last sample.
-    uint64_t duration = 0;
-    for (const auto& [name, value] : profile_.counters)
-      if (name == "duration_ns") duration = value;
+    uint64_t duration = counter(profile_, "duration_ns");
     if (!duration && info.last_sample_time > info.first_sample_time)
       duration = info.last_sample_time - info.first_sample_time;
     w.int_field(PbProfile::kDurationNanos, static_cast<int64_t>(duration));
@@ -357,6 +355,9 @@ class PprofEncoder {
       if (!info.host.os_release.empty()) host += " (Linux " + info.host.os_release + ")";
       comments.push_back(static_cast<uint64_t>(strings_.index(host)));
     }
+    // What recording it cost, for a back end that keeps each window's profile.
+    if (std::string bpf = bpf_time_text(profile_); !bpf.empty())
+      comments.push_back(static_cast<uint64_t>(strings_.index(bpf)));
     w.packed_field(PbProfile::kComment, comments);
     w.int_field(PbProfile::kDefaultSampleType, off_cpu_);
     return w;

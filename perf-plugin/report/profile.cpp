@@ -1,6 +1,7 @@
 #include "report/profile.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <span>
@@ -335,6 +336,24 @@ void merge_profile(Profile& into, Profile from) {
   into.unpaired += from.unpaired;
   into.chains_cut_short += from.chains_cut_short;
   into.stray_hop_samples += from.stray_hop_samples;
+}
+
+uint64_t counter(const Profile& p, std::string_view name) {
+  for (const auto& [key, value] : p.counters)
+    if (key == name) return value;
+  return 0;
+}
+
+std::string bpf_time_text(const Profile& p) {
+  const uint64_t runs = counter(p, "bpf_prog_runs");
+  if (!runs) return "";
+  const uint64_t ns = counter(p, "bpf_prog_run_ns") + counter(p, "user_task_work_ns");
+  const uint64_t duration = counter(p, "duration_ns");
+  char text[160];
+  snprintf(text, sizeof text, "BPF programs: %.3f s of CPU in %llu runs, %.2f%% of one CPU over %.3f s recorded",
+           ns / 1e9, static_cast<unsigned long long>(runs + counter(p, "user_task_work_runs")),
+           duration ? 100.0 * ns / duration : 0.0, duration / 1e9);
+  return text;
 }
 
 Result<Profile> load_profile(const std::string& input, const Filters& filters, const Progress& progress) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -119,6 +120,14 @@ using Progress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Reads `input` ("-" for standard input) into a Profile.
 Result<Profile> load_profile(const std::string& input, const Filters& filters, const Progress& progress = {});
+
+// A counter of the recording, 0 if it has none of that name.
+uint64_t counter(const Profile& p, std::string_view name);
+
+// What the recording's BPF programs cost, with the task work's, when the kernel measured it
+// (perf offwake record --bpf-stats, or kernel.bpf_stats_enabled on): "BPF programs: T s of
+// CPU in N runs, P% of one CPU over D s recorded"; "" if it was not measured.
+std::string bpf_time_text(const Profile& p);
 
 // Several recordings as one (perf offwake record --switch-output writes a file per window):
 // `from`'s stacks added to `into`'s, equal stacks summed, and the totals and the counters

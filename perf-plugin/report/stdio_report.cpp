@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <string_view>
 #include <tuple>
 
 namespace offwake::report {
@@ -94,25 +93,6 @@ const std::pair<const char*, const char*> kLossCounters[] = {
     {"perf_records_lost", "perf records lost"},
     {"forks_not_followed", "child processes not followed"},
 };
-
-// A counter of the recording, 0 if it has none of that name.
-uint64_t counter(const Profile& p, std::string_view name) {
-  for (const auto& [key, value] : p.counters)
-    if (key == name) return value;
-  return 0;
-}
-
-// What the recording's BPF programs cost, when the kernel measured it (perf offwake record
-// --bpf-stats, or kernel.bpf_stats_enabled on): their time and the task work's.
-void print_bpf_time(FILE* out, const Profile& p) {
-  const uint64_t runs = counter(p, "bpf_prog_runs");
-  if (!runs) return;
-  const uint64_t ns = counter(p, "bpf_prog_run_ns") + counter(p, "user_task_work_ns");
-  const uint64_t duration = counter(p, "duration_ns");
-  fprintf(out, "# BPF programs: %.3f s of CPU in %llu runs, %.2f%% of one CPU over %.3f s recorded\n", ns / 1e9,
-          static_cast<unsigned long long>(runs + counter(p, "user_task_work_runs")),
-          duration ? 100.0 * ns / duration : 0.0, duration / 1e9);
-}
 
 // One row of the table: the blocked stack (or thread), and its top wakers with their chains.
 void print_row(FILE* out, const Profile& p, const StdioOptions& o, const Row& r, bool sampled) {
@@ -237,7 +217,7 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   if (losses)
     fprintf(out, "# Warning: the recording did not see everything: %s (perf-offwake-record(1), LOSSES)\n",
             lost.c_str());
-  print_bpf_time(out, p);
+  if (std::string bpf = bpf_time_text(p); !bpf.empty()) fprintf(out, "# %s\n", bpf.c_str());
 }
 
 }  // namespace offwake::report

@@ -16,6 +16,7 @@
 
 #include "perfdata/reader.h"
 #include "samples/record_stats.h"
+#include "support/go_pprof.h"
 #include "support/paths.h"
 #include "support/run.h"
 #include "support/tolerances.h"
@@ -89,7 +90,7 @@ void expect_runs_cover_truth(uint64_t switches, uint64_t wakings, const Truth& t
   EXPECT_GE(wakings, t.count - max_missed_blocks(t.count)) << what;
 }
 
-// `perf offwake record OPTIONS -o FILE -- wl_pipe` with 100 blocks, and its one truth line.
+// `perf offwake record OPTIONS -o FILE -- wl_pipe` with 100 messages, and its one truth line.
 struct Recorded {
   RunResult rec;
   Truth truth;
@@ -102,7 +103,8 @@ Recorded record_pipe(const TempDir& dir, const std::string& options) {
   auto truth = parse_truth(r.rec.out);
   EXPECT_EQ(truth.size(), 1u) << r.rec.out;
   if (truth.size() == 1) r.truth = truth[0];
-  EXPECT_EQ(r.truth.count, 100u) << r.rec.out;
+  // A read finds its byte already there now and then: most of the 100 block.
+  EXPECT_GE(r.truth.count, 50u) << r.rec.out;
   return r;
 }
 
@@ -138,6 +140,16 @@ TEST(BpfTime, BpfStatsMeasuresThePrograms) {
   EXPECT_EQ(report.status, 0) << report.err;
   EXPECT_NE(report.out.find("# BPF programs: "), std::string::npos) << report.out;
   EXPECT_NE(report.out.find(" runs, "), std::string::npos) << report.out;
+  // go tool pprof shows it among the profile's comments: a back end that keeps each window's
+  // profile keeps what the window cost.
+  auto pprof = run(kOffwake + " report --pprof " + dir.file("out.pb.gz") + " -i " + dir.file("perf.data"));
+  EXPECT_EQ(pprof.status, 0) << pprof.err;
+  std::string error;
+  PprofRaw raw = parse_pprof_raw(go_pprof("-raw " + dir.file("out.pb.gz")).out, &error);
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(std::any_of(raw.comments.begin(), raw.comments.end(),
+                          [](const std::string& c) { return c.rfind("BPF programs: ", 0) == 0; }))
+      << testing::PrintToString(raw.comments);
   auto perf = run("perf report --stdio --sort comm -i " + dir.file("perf.data"));
   EXPECT_EQ(perf.status, 0) << perf.err;
   EXPECT_NE(perf.out.find("wl_pipe"), std::string::npos) << perf.out;
