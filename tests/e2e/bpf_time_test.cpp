@@ -90,6 +90,15 @@ void expect_runs_cover_truth(uint64_t switches, uint64_t wakings, const Truth& t
   EXPECT_GE(wakings, t.count - max_missed_blocks(t.count)) << what;
 }
 
+// perf offwake report --stdio on `file`: its "# BPF programs:" line is there, or not.
+void expect_report_line(const std::string& file, bool there) {
+  auto report = run(kOffwake + " report --stdio -i " + file);
+  EXPECT_EQ(report.status, 0) << report.err;
+  static const std::regex kLine(
+      R"(\n# BPF programs: [0-9.]+ s of CPU in \d+ runs, [0-9.]+% of one CPU over [0-9.]+ s recorded\n)");
+  EXPECT_EQ(std::regex_search(report.out, kLine), there) << report.out;
+}
+
 // `perf offwake record OPTIONS -o FILE -- wl_pipe` with 100 messages, and its one truth line.
 struct Recorded {
   RunResult rec;
@@ -136,10 +145,7 @@ TEST(BpfTime, BpfStatsMeasuresThePrograms) {
   EXPECT_EQ(c["bpf_prog_run_ns"], ns);
   EXPECT_GT(ns, 0u);
 
-  auto report = run(kOffwake + " report --stdio -i " + dir.file("perf.data"));
-  EXPECT_EQ(report.status, 0) << report.err;
-  EXPECT_NE(report.out.find("# BPF programs: "), std::string::npos) << report.out;
-  EXPECT_NE(report.out.find(" runs, "), std::string::npos) << report.out;
+  expect_report_line(dir.file("perf.data"), true);
   // go tool pprof shows it among the profile's comments: a back end that keeps each window's
   // profile keeps what the window cost.
   auto pprof = run(kOffwake + " report --pprof " + dir.file("out.pb.gz") + " -i " + dir.file("perf.data"));
@@ -167,9 +173,7 @@ TEST(BpfTime, NotMeasuredWithoutStatistics) {
   EXPECT_EQ(c["bpf_time_measured"], 0u);
   EXPECT_EQ(c["bpf_prog_runs"], 0u);
   EXPECT_EQ(c.count("bpf_prog_runs.offwake_switch"), 0u);
-  auto report = run(kOffwake + " report --stdio -i " + dir.file("perf.data"));
-  EXPECT_EQ(report.status, 0) << report.err;
-  EXPECT_EQ(report.out.find("# BPF programs: "), std::string::npos) << report.out;
+  expect_report_line(dir.file("perf.data"), false);
 }
 
 // The sysctl on is as good as --bpf-stats.
