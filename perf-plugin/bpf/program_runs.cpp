@@ -17,9 +17,11 @@ bool bpf_stats_sysctl_on() {
 Result<UniqueFd> enable_run_time_stats() {
   const int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
   if (fd < 0) {
-    errno = -fd;
-    return Error::from_errno("turning on the kernel's BPF run-time statistics (BPF_ENABLE_STATS)",
-                             ErrorKind::kUnavailable);
+    // Not kUnavailable: the programs themselves may load, and another back end would not
+    // measure them either.
+    return Error("turning on the kernel's BPF run-time statistics for --bpf-stats (BPF_ENABLE_STATS needs "
+                 "CAP_SYS_ADMIN; kernel.bpf_stats_enabled=1 does the same)",
+                 -fd, ErrorKind::kOther);
   }
   return UniqueFd(fd);
 }

@@ -26,8 +26,8 @@ struct ProgramRuns {
 // Whether kernel.bpf_stats_enabled is 1 now (false if it cannot be read).
 bool bpf_stats_sysctl_on();
 
-// Turns the kernel's run-time statistics on for as long as the returned fd is open.
-// ErrorKind::kUnavailable if the kernel refuses (no CAP_SYS_ADMIN, a kernel before 5.8).
+// Turns the kernel's run-time statistics on for as long as the returned fd is open. An error
+// of kind kOther if the kernel refuses (no CAP_SYS_ADMIN, a kernel before 5.8).
 Result<UniqueFd> enable_run_time_stats();
 
 // Each loaded program of `obj` and its runs and time so far, in the object's order.

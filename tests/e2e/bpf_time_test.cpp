@@ -21,6 +21,7 @@
 #include "support/run.h"
 #include "support/tolerances.h"
 #include "support/truth.h"
+#include "support/usage_error.h"
 
 namespace offwake::test {
 namespace {
@@ -214,6 +215,23 @@ TEST(BpfTime, WindowsAddUpToTheRecording) {
   EXPECT_EQ(wakings, printed["offwake_waking"].runs) << rec.err;
   expect_runs_cover_truth(switches, wakings, truth[0], rec.err);
   EXPECT_GE(blocks, truth[0].count - max_missed_blocks(truth[0].count));
+}
+
+// The statistics need CAP_SYS_ADMIN: without it, --bpf-stats is one line and exit status 1,
+// with no recording made (the user asked for a measure that cannot be had), not a fall back
+// to the tracepoint back end, where the option is a usage error.
+TEST(BpfTime, WithoutThePrivilegeItIsOneLine) {
+  TempDir dir;
+  auto r = run("setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin " + kOffwake + " record --bpf-stats -o " +
+               dir.file("perf.data") + " -- true");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_EQ(r.err.rfind("perf offwake record: turning on the kernel's BPF run-time statistics for --bpf-stats", 0), 0u)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("perf.data")));
+  expect_usage_error(run(kOffwake + " record --bpf-stats --backend tracepoint -o " + dir.file("x.data") + " -- true"),
+                     "--bpf-stats needs the BPF back end", "record");
 }
 
 }  // namespace
