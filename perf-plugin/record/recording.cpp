@@ -32,8 +32,8 @@ namespace offwake {
 
 std::string bpf_only_option(const RecordOptions& o) {
   if (o.chain_depth > 1) return "--chain-depth";
-  for (const char* name : {"--eager", "--check-replays", "--bpf-stats", "--user-walker", "--unwind-memory", "--cgroup", "--stack-storage-size", "--map-size",
-                           "--process-map-size", "--ringbuf-size"})
+  for (const char* name : {"--eager", "--check-replays", "--bpf-stats", "--user-walker", "--unwind-memory", "--cgroup",
+                           "--stack-storage-size", "--map-size", "--process-map-size", "--ringbuf-size"})
     if (o.given.count(name)) return name;
   return "";
 }
