@@ -471,25 +471,24 @@ Status OffwakeBpf::visit_aggregates(const AggregateBatchFn& fn) const {
 Result<offwake_counters> OffwakeBpf::read_counters() const { return bpf::read_counters(counters_fd()); }
 
 Result<OffwakeBpf::RecursionMisses> OffwakeBpf::recursion_misses() const {
-  auto programs = program_runs(skel_->obj);
-  if (!programs) return programs.error();
-  const std::string switches = bpf_program__name(skel_->progs.offwake_switch);
-  const std::string wakeups = bpf_program__name(skel_->progs.offwake_waking);
-  RecursionMisses m;
-  for (const ProgramRuns& p : *programs) {
-    if (p.name == switches) m.switches += p.recursion_misses;
-    else if (p.name == wakeups) m.wakeups += p.recursion_misses;
-    else m.other += p.recursion_misses;
-  }
-  return m;
+  auto p = programs();
+  if (!p) return p.error();
+  return p->misses;
 }
 
-Result<OffwakeBpf::RunTime> OffwakeBpf::run_time() const {
-  auto programs = program_runs(skel_->obj);
-  if (!programs) return programs.error();
-  RunTime r;
+Result<OffwakeBpf::Programs> OffwakeBpf::programs() const {
+  auto runs = program_runs(skel_->obj);
+  if (!runs) return runs.error();
+  const std::string switches = bpf_program__name(skel_->progs.offwake_switch);
+  const std::string wakeups = bpf_program__name(skel_->progs.offwake_waking);
+  Programs r;
   r.measured = run_time_stats_.valid() || (stats_on_at_attach_ && bpf_stats_sysctl_on());
-  r.programs = std::move(programs).value();
+  r.programs = std::move(runs).value();
+  for (const ProgramRuns& p : r.programs) {
+    if (p.name == switches) r.misses.switches += p.recursion_misses;
+    else if (p.name == wakeups) r.misses.wakeups += p.recursion_misses;
+    else r.misses.other += p.recursion_misses;
+  }
   return r;
 }
 

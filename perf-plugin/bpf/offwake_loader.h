@@ -95,7 +95,7 @@ struct LoaderOptions : BlockFilters {
   bool switch_windows = false;
 
   // --bpf-stats: the kernel's run-time statistics on from the load until the programs are
-  // gone (bpf/program_runs.h), so that run_time() can tell what they cost.
+  // gone (bpf/program_runs.h), so that programs() can tell what they cost.
   bool run_time_stats = false;
 };
 
@@ -140,15 +140,17 @@ class OffwakeBpf {
     uint64_t switches = 0, wakeups = 0, other = 0;
   };
   Result<RecursionMisses> recursion_misses() const;
-  // Each loaded program's runs and CPU time since the load (bpf/program_runs.h). `measured`:
-  // the kernel counted them all along, its run-time statistics on since attach() at least
-  // (options.run_time_stats, or kernel.bpf_stats_enabled then and now); else the counts are
-  // partial or zero.
-  struct RunTime {
+  // Each loaded program's runs, CPU time and recursion misses since the load
+  // (bpf/program_runs.h), read once; `misses` sums the last as recursion_misses() does.
+  // `measured`: the kernel counted runs and time all along, its run-time statistics on since
+  // attach() at least (options.run_time_stats, or kernel.bpf_stats_enabled then and now); else
+  // those counts are partial or zero.
+  struct Programs {
     bool measured = false;
     std::vector<ProgramRuns> programs;
+    RecursionMisses misses;
   };
-  Result<RunTime> run_time() const;
+  Result<Programs> programs() const;
   // The stack_trace map and the stack store, holding their own fd references.
   Result<StackTraceMap> stack_trace_map() const;
   // Whether stacks are taken lazily (a duration filter without `eager`).

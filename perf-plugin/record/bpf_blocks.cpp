@@ -86,19 +86,17 @@ class BpfBlocks : public BlockSource {
   Status fill_stats(RecordStats& s) const override {
     auto counters = bpf_.read_counters();
     if (!counters) return counters.error();
-    auto misses = bpf_.recursion_misses();
-    if (!misses) return misses.error();
+    auto programs = bpf_.programs();  // one read of the programs' info for misses and time
+    if (!programs) return programs.error();
     s.counters = *counters;
-    s.skipped_switches = misses->switches;
-    s.skipped_wakeups = misses->wakeups;
-    s.skipped_other = misses->other;
+    s.skipped_switches = programs->misses.switches;
+    s.skipped_wakeups = programs->misses.wakeups;
+    s.skipped_other = programs->misses.other;
     if (unwind_) s.unwind = unwind_->stats();
     fill_store_counts(s);
-    auto run_time = bpf_.run_time();
-    if (!run_time) return run_time.error();
-    s.bpf_time.measured = run_time->measured;
+    s.bpf_time.measured = programs->measured;
     s.bpf_time.programs.clear();
-    for (const bpf::ProgramRuns& p : run_time->programs) s.bpf_time.programs.push_back({p.name, p.runs, p.ns});
+    for (const bpf::ProgramRuns& p : programs->programs) s.bpf_time.programs.push_back({p.name, p.runs, p.ns});
     return ok_status();
   }
 
