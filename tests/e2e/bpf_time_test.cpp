@@ -22,6 +22,7 @@
 #include "support/tolerances.h"
 #include "support/truth.h"
 #include "support/usage_error.h"
+#include "support/window_files.h"
 
 namespace offwake::test {
 namespace {
@@ -197,9 +198,7 @@ TEST(BpfTime, WindowsAddUpToTheRecording) {
   ASSERT_EQ(rec.status, 0) << rec.err;
   auto truth = parse_truth(rec.out);
   ASSERT_EQ(truth.size(), 1u) << rec.out;
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
-    if (e.path().filename().string().rfind("perf.data.", 0) == 0) files.push_back(e.path().string());
+  const std::vector<std::string> files = window_files(dir);
   ASSERT_GE(files.size(), 2u) << rec.err;
   uint64_t switches = 0, wakings = 0, blocks = 0;
   for (const auto& f : files) {

@@ -19,20 +19,10 @@
 #include "support/run.h"
 #include "support/truth.h"
 #include "support/usage_error.h"
+#include "support/window_files.h"
 
 namespace offwake::test {
 namespace {
-
-// The files of a recording with --switch-output: DIR/perf.data.<16 digits> (perf's timestamp,
-// YYYYmmddHHMMSS and hundredths), in name order, which is time order.
-std::vector<std::string> window_files(const TempDir& dir) {
-  static const std::regex kName(R"(perf\.data\.[0-9]{16})");
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
-    if (std::regex_match(e.path().filename().string(), kName)) out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // The "Dump FILE" lines of the recorder's stderr, in order.
 std::vector<std::string> dumped(const std::string& err) {
