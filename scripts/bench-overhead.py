@@ -40,9 +40,9 @@ window's TPS over the mean of the untraced windows on either side, median of win
 10 the second smallest to the second largest). The kernel's BPF statistics are off in the
 traced windows (--window-stats off, the default): they cost every BPF program two clock reads
 and a counter update a run, which a production host does not pay and the TPS must not either
-(on this machine, the 1 ms mode's TPS ratio was 0.909 with them on and 0.944 with them off, in
-alternate windows of one pgbench run). --window-stats on keeps them on and adds the BPF us/txn
-within the traced windows. 0 windows skips this.
+(they cost perf offwake's programs a few hundred ns a context switch on wl_pingpong, more than
+bpftrace's; README, "Overhead benchmark"). --window-stats on keeps them on and adds the BPF
+us/txn within the traced windows. 0 windows skips this.
 
 Tracers (--tracers; all by default): perf offwake with no filter and with several options,
 bpftrace with the same four stacks, perf 6.12 record --off-cpu -e dummy (one user stack, no
@@ -793,12 +793,11 @@ def one_window_run(args, cluster, t, tmp, w):
                 b0, on = window_bpf_ns(t, rt), time.time()
                 window_sleep(p, w, err_path)
                 b1, off = window_bpf_ns(t, rt), time.time()
-                set_bpf_stats("1")
                 # The next untraced window starts once the tracer is gone, however long that
                 # takes: a tracer's exit is not part of any window.
                 rt.stop(args.stop_timeout)
             finally:
-                set_bpf_stats("1")
+                set_bpf_stats("1")  # on again for the next tracer's attachment and the rounds
                 rt.close()
             traced.append((on, off))
             if args.window_stats:
