@@ -40,7 +40,7 @@ window's TPS over the mean of the untraced windows on either side, median of win
 10 the second smallest to the second largest). The kernel's BPF statistics are off in the
 traced windows (--window-stats off, the default): they cost every BPF program two clock reads
 and a counter update a run, which a production host does not pay and the TPS must not either
-(they cost perf offwake's programs a few hundred ns a context switch on wl_pingpong, more than
+(they cost perf offwake's programs a few hundred ns a handoff of wl_pingpong, more than
 bpftrace's; README, "Overhead benchmark"). --window-stats on keeps them on and adds the BPF
 us/txn within the traced windows. 0 windows skips this.
 
