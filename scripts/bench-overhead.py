@@ -42,7 +42,8 @@ traced windows (--window-stats off, the default): they cost every BPF program tw
 and a counter update a run, which a production host does not pay and the TPS must not either
 (they cost perf offwake's programs a few hundred ns a handoff of wl_pingpong, more than
 bpftrace's; README, "Overhead benchmark"). --window-stats on keeps them on and adds the BPF
-us/txn within the traced windows. 0 windows skips this.
+us/txn within the traced windows; --window-stats alternate turns them off and on in turn, and
+gives a row for each: what the statistics cost a tracer's TPS. 0 windows skips this.
 
 Tracers (--tracers; all by default): perf offwake with no filter and with several options,
 bpftrace with the same four stacks, perf 6.12 record --off-cpu -e dummy (one user stack, no
@@ -785,9 +786,10 @@ def one_window_run(args, cluster, t, tmp, w):
         for k in range(cycles):
             window_sleep(p, w, err_path)
             untraced.append((start, time.time()))
+            stats_on = window_stats_on(args, k)
             rt = RunningTracer(t, tmp, f"w{k}", args.settle)  # attached: its programs ran
             try:
-                if not args.window_stats:
+                if not stats_on:
                     set_bpf_stats("0")
                 window_sleep(p, 0, err_path)
                 b0, on = window_bpf_ns(t, rt), time.time()
@@ -800,8 +802,7 @@ def one_window_run(args, cluster, t, tmp, w):
                 set_bpf_stats("1")  # on again for the next tracer's attachment and the rounds
                 rt.close()
             traced.append((on, off))
-            if args.window_stats:
-                bpf.append(b1 - b0)
+            bpf.append(b1 - b0 if stats_on else None)
             start = time.time()
         window_sleep(p, w, err_path)
         untraced.append((start, time.time()))
@@ -816,15 +817,22 @@ def one_window_run(args, cluster, t, tmp, w):
     if not ratios:
         raise BenchError(f"no whole second of pgbench's progress in the windows: {tail(err_path, 3)}")
     # BPF time of a traced window over its transactions: its length times its TPS.
-    per_txn = []
+    per_txn = {}
     for _, tps, _, i in ratios:
         on, off = traced[i]
-        if bpf and t.kind == "bpf" and tps and off > on:
-            per_txn.append(bpf[i] / (off - on) / tps / 1000)
+        if bpf[i] is not None and t.kind == "bpf" and tps and off > on:
+            per_txn[i] = bpf[i] / (off - on) / tps / 1000
     s = summary(ratios)
     log(f"windows {t.label:<34} TPS traced/untraced {s[0]:.3f} ({s[1]:.3f}-{s[2]:.3f}) over {len(ratios)} windows "
-        f"of {w} s: {' '.join(f'{r[0]:.3f}' for r in ratios)}")
-    return {"ratios": ratios, "bpf": per_txn}
+        f"of {w} s: {' '.join(f'{r[0]:.3f}' + ('' if bpf[r[3]] is None else '*') for r in ratios)}"
+        f"{' (* the statistics on)' if args.window_stats == 'alternate' else ''}")
+    return {"ratios": ratios, "bpf": per_txn, "stats_on": [b is not None for b in bpf]}
+
+
+def window_stats_on(args, k):
+    """Whether kernel.bpf_stats_enabled stays on in traced window k (from 0): --window-stats on,
+    or every other window with alternate, the first one off."""
+    return args.window_stats == "on" or (args.window_stats == "alternate" and k % 2 == 1)
 
 
 def window_bpf_ns(t, rt):
@@ -843,6 +851,16 @@ def window_sleep(p, seconds, err_path):
         raise BenchError(f"pgbench ended during the windows: {tail(err_path, 3)}")
 
 
+WINDOW_STATS_TEXT = {
+    "off": "the kernel's BPF statistics are off in the traced windows, as on a production host (--window-stats "
+           "off): BPF us/txn is the rounds'.",
+    "on": "BPF us/txn = run_time_ns in each traced window over its transactions, median (the kernel's BPF "
+          "statistics on in the windows, --window-stats on: their cost is in the TPS).",
+    "alternate": "the kernel's BPF statistics are off in the first traced window, on in the second, and so on "
+                 "(--window-stats alternate): a row for each, BPF us/txn from the windows with them on.",
+}
+
+
 def print_windows_table(args, tracers, windows):
     print()
     print(f"TPS in windows of one pgbench run per tracer: untraced for {args.pgbench_window_seconds} s, then "
@@ -852,11 +870,7 @@ def print_windows_table(args, tracers, windows):
     print("traced/untraced = each traced window's TPS over the mean of the untraced windows on either side, "
           "median of windows (range = min-max); 95% interval = where the median ratio lies, with the confidence "
           "shown (the sign test's, which assumes nothing of the ratios' distribution; min-max of 6 windows is "
-          "one of 96.9%, and fewer than 6 have none); " +
-          ("BPF us/txn = run_time_ns in each traced window over its transactions, median (the kernel's BPF "
-           "statistics on in the windows, --window-stats on: their cost is in the TPS)." if args.window_stats else
-           "the kernel's BPF statistics are off in the traced windows, as on a production host (--window-stats "
-           "off): BPF us/txn is the rounds'."))
+          "one of 96.9%, and fewer than 6 have none); " + WINDOW_STATS_TEXT[args.window_stats])
     rows = []
     for t in tracers:
         x = windows.get(t.label)
@@ -865,12 +879,20 @@ def print_windows_table(args, tracers, windows):
         if "failure" in x:
             rows.append([t.label, "failed", "", "", "", "", ""])
             continue
-        med, lo, hi = summary(x["ratios"])
-        ci = median_interval([r[0] for r in x["ratios"]])
-        rows.append([t.label, f"{med:.3f}", f"{ci[0]:.3f}-{ci[1]:.3f} ({ci[2]:.1%})" if ci else "too few windows",
-                     f"{lo:.3f}-{hi:.3f}", str(len(x["ratios"])),
-                     fmt(statistics.median(r[1] for r in x["ratios"])),
-                     fmt(statistics.median(x["bpf"]), 1) if x["bpf"] else "-"])
+        groups = [(t.label, x["ratios"])]
+        if args.window_stats == "alternate":
+            groups = [(f"{t.label} [statistics {name}]", [r for r in x["ratios"] if x["stats_on"][r[3]] == on])
+                      for name, on in (("off", False), ("on", True))]
+        for label, ratios in groups:
+            if not ratios:
+                rows.append([label, "no window", "", "", "0", "", ""])
+                continue
+            med, lo, hi = summary(ratios)
+            ci = median_interval([r[0] for r in ratios])
+            bpf = [x["bpf"][r[3]] for r in ratios if r[3] in x["bpf"]]
+            rows.append([label, f"{med:.3f}", f"{ci[0]:.3f}-{ci[1]:.3f} ({ci[2]:.1%})" if ci else "too few windows",
+                         f"{lo:.3f}-{hi:.3f}", str(len(ratios)), fmt(statistics.median(r[1] for r in ratios)),
+                         fmt(statistics.median(bpf), 1) if bpf else "-"])
     print_table(["tracer", "TPS traced/untraced", "95% interval", "range", "windows", "traced TPS", "BPF us/txn"],
                 rows, left=1)
 
@@ -1075,9 +1097,10 @@ def parse_args():
     pg.add_argument("--pgbench-windows", type=int, default=6,
                     help="traced windows in one pgbench run per tracer, after the rounds (6; 0: none)")
     pg.add_argument("--pgbench-window-seconds", type=int, default=6, help="length of each window (6)")
-    pg.add_argument("--window-stats", choices=["off", "on"], default="off",
+    pg.add_argument("--window-stats", choices=["off", "on", "alternate"], default="off",
                     help="kernel.bpf_stats_enabled in the traced windows: off (the default), as on a production "
-                         "host; on adds each window's BPF us/txn, and the statistics' own cost to its TPS")
+                         "host; on adds each window's BPF us/txn, and the statistics' own cost to its TPS; "
+                         "alternate, off and on in turn, a row for each: what the statistics cost")
     pg.add_argument("--pg-bin", help="PostgreSQL's bin directory (default: the newest /usr/lib/postgresql/*/bin)")
     pg.add_argument("--pg-port", type=int, default=55432,
                     help="the port, which only names the socket in the cluster's own directory: no TCP (55432)")
@@ -1110,7 +1133,6 @@ def parse_args():
         ap.error("--pgbench-seconds, --pgbench-clients, --pgbench-threads and --pgbench-scale must be at least 1")
     if args.pgbench_windows < 0 or args.pgbench_window_seconds < 3:
         ap.error("--pgbench-windows must be at least 0 and --pgbench-window-seconds at least 3")
-    args.window_stats = args.window_stats == "on"
     if args.pgbench_warmup < 0 or not 1 <= args.pg_port <= 65535:
         ap.error("--pgbench-warmup must be at least 0 and --pg-port a port number")
     args.offwake_modes = [parse_mode(ap, m) for m in args.offwake_modes]
