@@ -779,7 +779,8 @@ def one_window_run(args, cluster, t, tmp, w):
     err_path = os.path.join(tmp, "windows.err")
     with open(err_path, "w") as err:
         p = spawn(argv, subprocess.DEVNULL, err, tracer=False, env=client_env())
-    untraced, traced, bpf = [], [], []
+    untraced, traced, bpf, stats = [], [], [], []
+    alternate = args.window_stats == "alternate"
     try:
         time.sleep(1.0)  # connections
         start = time.time()
@@ -803,6 +804,7 @@ def one_window_run(args, cluster, t, tmp, w):
                 rt.close()
             traced.append((on, off))
             bpf.append(b1 - b0 if stats_on else None)
+            stats.append(stats_on)
             start = time.time()
         window_sleep(p, w, err_path)
         untraced.append((start, time.time()))
@@ -824,9 +826,9 @@ def one_window_run(args, cluster, t, tmp, w):
             per_txn[i] = bpf[i] / (off - on) / tps / 1000
     s = summary(ratios)
     log(f"windows {t.label:<34} TPS traced/untraced {s[0]:.3f} ({s[1]:.3f}-{s[2]:.3f}) over {len(ratios)} windows "
-        f"of {w} s: {' '.join(f'{r[0]:.3f}' + ('' if bpf[r[3]] is None else '*') for r in ratios)}"
-        f"{' (* the statistics on)' if args.window_stats == 'alternate' else ''}")
-    return {"ratios": ratios, "bpf": per_txn, "stats_on": [b is not None for b in bpf]}
+        f"of {w} s: {' '.join(f'{r[0]:.3f}' + ('*' if alternate and stats[r[3]] else '') for r in ratios)}"
+        f"{' (* the statistics on)' if alternate else ''}")
+    return {"ratios": ratios, "bpf": per_txn, "stats_on": stats}
 
 
 def window_stats_on(args, k):
