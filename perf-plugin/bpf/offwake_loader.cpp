@@ -249,26 +249,22 @@ Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth
   bpf_program__set_autoload(s->progs.offwake_sys_exit, use_sys_exit(o, task_work, rseq));
   bpf_program__set_autoload(s->progs.offwake_exec, lazy_capture(o) || cfg_unwind_tables(o));
 
-  // Load. With -v, the verifier says what each program cost it: its statistics (log level
-  // 4), "processed N insns", against its limit of a million.
-  std::map<std::string, std::string> verifier_stats;
+  // Load. With -v, what each program cost the verifier ("processed N insns", against its
+  // limit of a million), from the kernel's information on the loaded program. Not from a
+  // verifier log of our own: a program given one is not loaded again with libbpf's, which on
+  // a refusal is what says why (above, in the error).
+  if (int err = skel::offwake__load(s.get()))
+    return machine(with_log(permission_hint(Error("loading BPF object", libbpf_errno(err)), log), log));
   if (libbpf_verbosity() >= 1) {
     bpf_program* p = nullptr;
     bpf_object__for_each_program(p, s->obj) {
-      std::string& buf = verifier_stats[bpf_program__name(p)];
-      buf.assign(64 * 1024, '\0');
-      bpf_program__set_log_buf(p, buf.data(), buf.size());
-      bpf_program__set_log_level(p, 4);
+      bpf_prog_info info{};
+      uint32_t len = sizeof(info);
+      const int fd = bpf_program__fd(p);
+      if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) != 0) continue; // not loaded (autoload off)
+      fprintf(stderr, "perf offwake: BPF program %s: verifier processed %u insns\n", bpf_program__name(p),
+              info.verified_insns);
     }
-  }
-  if (int err = skel::offwake__load(s.get()))
-    return machine(with_log(permission_hint(Error("loading BPF object", libbpf_errno(err)), log), log));
-  for (const auto& [name, buf] : verifier_stats) {
-    const std::string text(buf.c_str());
-    const size_t at = text.find("processed ");
-    if (at != std::string::npos)
-      fprintf(stderr, "perf offwake: BPF program %s: verifier %s\n", name.c_str(),
-              text.substr(at, text.find('\n', at) - at).c_str());
   }
 
   return s;
