@@ -72,4 +72,30 @@ std::string LibbpfLogCapture::text(size_t max_bytes) const {
          log_.substr(log_.size() - max_bytes);
 }
 
+std::string verifier_refusal(const std::string& libbpf_log) {
+  // libbpf: "libbpf: prog 'NAME': -- BEGIN PROG LOAD LOG --\n<log>-- END PROG LOAD LOG --\n".
+  static const std::string begin = "': -- BEGIN PROG LOAD LOG --\n", end = "-- END PROG LOAD LOG --";
+  const size_t at = libbpf_log.rfind(begin);
+  if (at == std::string::npos) return {};
+  const size_t name_at = libbpf_log.rfind("prog '", at);
+  if (name_at == std::string::npos) return {};
+  const std::string name = libbpf_log.substr(name_at + 6, at - name_at - 6);
+  const size_t body = at + begin.size();
+  const size_t stop = libbpf_log.find(end, body);
+  std::string reason;
+  size_t line = body;
+  while (line < stop && line < libbpf_log.size()) {
+    size_t eol = libbpf_log.find('\n', line);
+    if (eol == std::string::npos || eol > stop) eol = stop;
+    const std::string text = libbpf_log.substr(line, eol - line);
+    // The statistics that end every log, and the verifier's own verdict on the whole
+    // ("verification time", "stack depth") say nothing of why.
+    if (!text.empty() && text.rfind("processed ", 0) != 0 && text.rfind("verification time", 0) != 0 &&
+        text.rfind("stack depth", 0) != 0)
+      reason = text;
+    line = eol + 1;
+  }
+  return reason.empty() ? name : name + ": " + reason;
+}
+
 }  // namespace offwake::bpf

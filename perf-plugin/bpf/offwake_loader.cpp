@@ -253,8 +253,11 @@ Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth
   // limit of a million), from the kernel's information on the loaded program. Not from a
   // verifier log of our own: a program given one is not loaded again with libbpf's, which on
   // a refusal is what says why (above, in the error).
-  if (int err = skel::offwake__load(s.get()))
-    return machine(with_log(permission_hint(Error("loading BPF object", libbpf_errno(err)), log), log));
+  if (int err = skel::offwake__load(s.get())) {
+    const std::string refused = verifier_refusal(log.text());
+    const std::string what = refused.empty() ? "loading BPF object" : "loading BPF object: the verifier refused " + refused;
+    return machine(with_log(permission_hint(Error(what, libbpf_errno(err)), log), log));
+  }
   if (libbpf_verbosity() >= 1) {
     bpf_program* p = nullptr;
     bpf_object__for_each_program(p, s->obj) {
