@@ -73,25 +73,34 @@ std::string LibbpfLogCapture::text(size_t max_bytes) const {
 }
 
 std::string verifier_refusal(const std::string& libbpf_log) {
-  // libbpf: "libbpf: prog 'NAME': -- BEGIN PROG LOAD LOG --\n<log>-- END PROG LOAD LOG --\n".
+  // libbpf: "libbpf: prog 'NAME': -- BEGIN PROG LOAD LOG --\n<log>-- END PROG LOAD LOG --\n"
+  // "libbpf: prog 'NAME': failed to load: -13". A log of a million instructions is longer than
+  // what is kept of it (LibbpfLogCapture::text()): its tail, where the reason is, may come
+  // without its beginning, and the program is then named by the line after it.
   static const std::string begin = "': -- BEGIN PROG LOAD LOG --\n", end = "-- END PROG LOAD LOG --";
-  const size_t at = libbpf_log.rfind(begin);
-  if (at == std::string::npos) return {};
-  const size_t name_at = libbpf_log.rfind("prog '", at);
-  if (name_at == std::string::npos) return {};
-  const std::string name = libbpf_log.substr(name_at + 6, at - name_at - 6);
-  const size_t body = at + begin.size();
-  const size_t stop = libbpf_log.find(end, body);
+  const size_t stop = libbpf_log.rfind(end);
+  if (stop == std::string::npos) return {};
+  const size_t at = libbpf_log.rfind(begin, stop);
+  std::string name;
+  size_t line = 0;
+  if (at != std::string::npos) {
+    const size_t name_at = libbpf_log.rfind("prog '", at);
+    if (name_at != std::string::npos) name = libbpf_log.substr(name_at + 6, at - name_at - 6);
+    line = at + begin.size();
+  } else if (const size_t after = libbpf_log.find("prog '", stop); after != std::string::npos) {
+    const size_t quote = libbpf_log.find('\'', after + 6);
+    if (quote != std::string::npos) name = libbpf_log.substr(after + 6, quote - after - 6);
+  }
+  if (name.empty()) name = "a program";
   std::string reason;
-  size_t line = body;
-  while (line < stop && line < libbpf_log.size()) {
+  while (line < stop) {
     size_t eol = libbpf_log.find('\n', line);
     if (eol == std::string::npos || eol > stop) eol = stop;
     const std::string text = libbpf_log.substr(line, eol - line);
     // The statistics that end every log, and the verifier's own verdict on the whole
     // ("verification time", "stack depth") say nothing of why.
     if (!text.empty() && text.rfind("processed ", 0) != 0 && text.rfind("verification time", 0) != 0 &&
-        text.rfind("stack depth", 0) != 0)
+        text.rfind("stack depth", 0) != 0 && text.rfind("[... ", 0) != 0)
       reason = text;
     line = eol + 1;
   }

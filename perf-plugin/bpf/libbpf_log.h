@@ -30,7 +30,7 @@ class LibbpfLogCapture {
 // From what libbpf said of a failed load (LibbpfLogCapture::text()), the program the verifier
 // refused and its reason, the last line of its log before the statistics:
 // "offwake_switch: combined stack size of 5 calls is 528. Too large". Empty if the log holds
-// no refusal.
+// no refusal (no verifier log ends in it).
 std::string verifier_refusal(const std::string& libbpf_log);
 
 }  // namespace offwake::bpf

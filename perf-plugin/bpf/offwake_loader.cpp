@@ -41,7 +41,7 @@ int libbpf_errno(long ret) { return ret < 0 ? static_cast<int>(-ret) : errno; }
 
 // Whether libbpf's log holds the verifier's refusal of a program: it fails the load with
 // EACCES too, which then says nothing of privilege.
-bool verifier_refused(const std::string& log) { return log.find("BEGIN PROG LOAD LOG") != std::string::npos; }
+bool verifier_refused(const std::string& log) { return !verifier_refusal(log).empty(); }
 
 bool permission_denied(const Error& e, const std::string& log) {
   return (e.errnum() == EPERM || e.errnum() == EACCES) && !verifier_refused(log);

@@ -33,6 +33,18 @@ TEST(VerifierRefusal, TheLastRefusalOfSeveral) {
   EXPECT_EQ(verifier_refusal(two), "offwake_switch: combined stack size of 5 calls is 528. Too large");
 }
 
+// A log longer than what the capture keeps: its tail, cut as LibbpfLogCapture::text() cuts.
+TEST(VerifierRefusal, ALogWhoseBeginningWasCut) {
+  const std::string tail = "[... 9000000 bytes cut ...]\n"
+                           "1234: (79) r1 = *(u64 *)(r6 +0)\n"
+                           "R6 invalid mem access 'scalar'\n"
+                           "processed 190340 insns (limit 1000000) max_states_per_insn 55\n"
+                           "-- END PROG LOAD LOG --\n"
+                           "libbpf: prog 'offwake_waking': failed to load: -13\n"
+                           "libbpf: failed to load object 'offwake'\n";
+  EXPECT_EQ(verifier_refusal(tail), "offwake_waking: R6 invalid mem access 'scalar'");
+}
+
 TEST(VerifierRefusal, NoneWithoutALog) {
   EXPECT_EQ(verifier_refusal(""), "");
   EXPECT_EQ(verifier_refusal("libbpf: prog 'offwake_switch': BPF program load failed: Operation not permitted\n"
