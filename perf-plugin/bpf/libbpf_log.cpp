@@ -77,19 +77,20 @@ std::string verifier_refusal(const std::string& libbpf_log) {
   // "libbpf: prog 'NAME': failed to load: -13". A log of a million instructions is longer than
   // what is kept of it (LibbpfLogCapture::text()): its tail, where the reason is, may come
   // without its beginning, and the program is then named by the line after it.
-  static const std::string begin = "': -- BEGIN PROG LOAD LOG --\n", end = "-- END PROG LOAD LOG --";
+  static const std::string prog = "prog '", begin = "': -- BEGIN PROG LOAD LOG --\n",
+                           end = "-- END PROG LOAD LOG --";
   const size_t stop = libbpf_log.rfind(end);
   if (stop == std::string::npos) return {};
   const size_t at = libbpf_log.rfind(begin, stop);
   std::string name;
   size_t line = 0;
   if (at != std::string::npos) {
-    const size_t name_at = libbpf_log.rfind("prog '", at);
-    if (name_at != std::string::npos) name = libbpf_log.substr(name_at + 6, at - name_at - 6);
+    const size_t name_at = libbpf_log.rfind(prog, at);
+    if (name_at != std::string::npos) name = libbpf_log.substr(name_at + prog.size(), at - name_at - prog.size());
     line = at + begin.size();
-  } else if (const size_t after = libbpf_log.find("prog '", stop); after != std::string::npos) {
-    const size_t quote = libbpf_log.find('\'', after + 6);
-    if (quote != std::string::npos) name = libbpf_log.substr(after + 6, quote - after - 6);
+  } else if (const size_t after = libbpf_log.find(prog, stop); after != std::string::npos) {
+    const size_t quote = libbpf_log.find('\'', after + prog.size());
+    if (quote != std::string::npos) name = libbpf_log.substr(after + prog.size(), quote - after - prog.size());
   }
   if (name.empty()) name = "a program";
   std::string reason;

@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
