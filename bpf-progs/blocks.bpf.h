@@ -8,17 +8,36 @@
 #include "block_rules.h"
 #include "deferred_user.bpf.h"
 
+/* Where no other CPU can be writing b's wakeup: at a switch-in (the waker's program has
+ * returned before the task could be queued to run), or for a block not recorded. */
 static __always_inline void clear_waker(struct offwake_task_block *b)
 {
-	b->flags &= ~(TB_WAKER | TB_WAKE_ON_CPU);
+	b->wake_flags = 0;
 }
 
-/* Whether b's recorded wakeup ended its open block (block_rules.h); `ran_since`: the task ran
- * again with the block open (a late end). */
-static __always_inline int waker_of_block(const struct offwake_task_block *b, int ran_since)
+/* As the task switches out, where a waker's CPU may be storing a wakeup on its way in: b's
+ * wakeup, read as `seen` (0: none to drop), is dropped only if it is still that one. */
+static __always_inline void drop_waker_seen(struct offwake_task_block *b, __u32 seen)
 {
-	return offwake_wakeup_of_block(b->flags & TB_WAKER, b->flags & TB_WAKE_ON_CPU, b->wake_ts, b->block_ts,
-				       ran_since);
+	if (seen)
+		__sync_val_compare_and_swap(&b->wake_flags, seen, 0);
+}
+
+/* As the task switches out into a block: a wakeup recorded before, not on the way in, is
+ * stale; one on the way in may be stored from the waker's CPU right now, and stays. */
+static __always_inline void drop_stale_waker(struct offwake_task_block *b)
+{
+	__u32 seen = *(volatile __u32 *)&b->wake_flags;
+
+	if (!(seen & TB_WAKE_ON_CPU))
+		drop_waker_seen(b, seen);
+}
+
+/* Whether a recorded wakeup `wake` (b->wake_flags, read once) ended b's open block
+ * (block_rules.h); `ran_since`: the task ran again with the block open (a late end). */
+static __always_inline int waker_of_block(const struct offwake_task_block *b, __u32 wake, int ran_since)
+{
+	return offwake_wakeup_of_block(wake & TB_WAKER, wake & TB_WAKE_ON_CPU, b->wake_ts, b->block_ts, ran_since);
 }
 
 /* How an open block ended, for finish_block(). */
@@ -104,7 +123,7 @@ static __always_inline void finish_block(struct task_struct *t, struct offwake_t
 }
 
 /* Whether a block of this length so far is dropped by the duration filters or its sampling
- * draw; counted. */
+ * draw; counted. Its wakeup is the caller's to settle. */
 static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delta, struct offwake_counters *c)
 {
 	b->last_ns = delta;
@@ -114,8 +133,6 @@ static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delt
 	/* The latest block has no stacks: the tasks this one wakes get no hop from it. */
 	chain_no_last(b, OFFWAKE_CHAIN_END_NOT_KEPT);
 	b->flags &= ~TB_DEFER_USER;
-	if (!(b->flags & TB_WAKE_ON_CPU))
-		clear_waker(b); /* an on-CPU wakeup is the next block's */
 	if (sampling() && offwake_duration_kept(delta, cfg.min_block_ns, cfg.max_block_ns))
 		COUNT(c, sample_dropped);
 	else
@@ -124,12 +141,14 @@ static __always_inline int filtered_out(struct offwake_task_block *b, __u64 delt
 }
 
 /* When b's block, still open while its task runs, ended: at its own recorded wakeup (`*own`
- * set), else `now`, the latest it can have ended. A wakeup that is not this block's stays: it
- * came on the way into the block that the task's next switch-out begins. */
-static __always_inline __u64 missed_block_end(const struct offwake_task_block *b, __u64 now, int *own)
+ * set to `wake`, b's wakeup as read), else `now`, the latest it can have ended (`*own` 0). A
+ * wakeup that is not this block's stays: it came on the way into the block that the task's
+ * next switch-out begins. */
+static __always_inline __u64 missed_block_end(const struct offwake_task_block *b, __u32 wake, __u64 now,
+					       __u32 *own)
 {
-	*own = waker_of_block(b, 1);
-	return offwake_late_block_end(*own, b->wake_ts, b->block_ts, now);
+	*own = waker_of_block(b, wake, 1) ? wake : 0;
+	return offwake_late_block_end(*own != 0, b->wake_ts, b->block_ts, now);
 }
 
 /* Whether b's block, still open while its task runs, is sure to be dropped by the duration
@@ -137,8 +156,8 @@ static __always_inline __u64 missed_block_end(const struct offwake_task_block *b
  * is already too long at `now`. */
 static __always_inline int missed_block_dropped(const struct offwake_task_block *b, __u64 now)
 {
-	int own;
-	__u64 delta = missed_block_end(b, now, &own) - b->block_ts;
+	__u32 own;
+	__u64 delta = missed_block_end(b, b->wake_flags, now, &own) - b->block_ts;
 
 	return !duration_kept(delta, b->keep_ns) && (own || delta >= b->keep_ns);
 }
@@ -153,24 +172,24 @@ static __always_inline void end_missed_block(struct task_struct *cur, struct off
 					     struct offwake_counters *c)
 {
 	struct block_end e = { .kern_stack_id = b->kern_stack_id };
-	int own;
+	__u32 own; /* its own wakeup, as read once (drop_waker_seen()) */
 
-	e.at = missed_block_end(b, now, &own);
+	e.at = missed_block_end(b, *(volatile __u32 *)&b->wake_flags, now, &own);
 	COUNT(c, late_ends);
-	if (filtered_out(b, e.at - b->block_ts, c))
-		return;
-	if (b->flags & TB_DEFER_USER) {
-		b->flags &= ~TB_DEFER_USER;
-		b->user_stack_id = -OFFWAKE_ERR_NOT_TRACED;
+	if (!filtered_out(b, e.at - b->block_ts, c)) {
+		if (b->flags & TB_DEFER_USER) {
+			b->flags &= ~TB_DEFER_USER;
+			b->user_stack_id = -OFFWAKE_ERR_NOT_TRACED;
+		}
+		if (!cfg.sched_frames) {
+			COUNT(c, kernel_stack_not_traced);
+			e.kern_stack_id = -OFFWAKE_ERR_NOT_TRACED;
+		}
+		e.no_waker = own ? 0 : OFFWAKE_WAKER_NONE;
+		finish_block(cur, b, &e, c);
 	}
-	if (!cfg.sched_frames) {
-		COUNT(c, kernel_stack_not_traced);
-		e.kern_stack_id = -OFFWAKE_ERR_NOT_TRACED;
-	}
-	e.no_waker = own ? 0 : OFFWAKE_WAKER_NONE;
-	finish_block(cur, b, &e, c);
-	if (own)
-		clear_waker(b);
+	/* Its own wakeup is used up; another one came on the way into the next block. */
+	drop_waker_seen(b, own);
 }
 
 #endif /* OFFWAKE_BLOCKS_BPF_H */

@@ -257,8 +257,8 @@ struct offwake_counters {
 	                             * blocks that had reached --min-block by then; the waker of an
 	                             * earlier one is only named, uncounted here) */
 	__u64 irq_wakeups;          /* ... of which in interrupt context */
-	__u64 runnable_wakeups;     /* wakeups of a task that was still runnable: they end no block,
-	                             * so they are not recorded (and cost no stacks) */
+	__u64 runnable_wakeups;     /* wakeups of a task queued to run and not running: they end
+	                             * no block, so they are not recorded (and cost no stacks) */
 	__u64 forks_followed;       /* tgids added to the target set by follow_forks */
 	__u64 forks_not_followed;   /* children of targets not added: the target set was full */
 	__u64 targets_exited;       /* target processes removed from the set when they exited */
@@ -370,10 +370,11 @@ struct offwake_stored_stack {
 	__u64 ips[OFFWAKE_MAX_STACK_DEPTH]; /* leaf first; the map's value_size cuts this to the depth */
 };
 
-/* task_block.flags */
+/* task_block.wake_flags */
 #define OFFWAKE_TB_WAKER 0x1u        /* a wakeup is recorded */
 #define OFFWAKE_TB_WAKE_ON_CPU 0x2u  /* ... it came while the task was still on its way into the
                               * scheduler: it belongs to the block that switch-out starts */
+/* task_block.flags */
 #define OFFWAKE_TB_DEFER_USER 0x4u   /* the open block's user stack is walked when the task returns to user space */
 #define OFFWAKE_TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
 #define OFFWAKE_TB_PARKED 0x10u      /* ... named by its CPU (cpu_current.parked_tid): a program on the task's
@@ -382,7 +383,7 @@ struct offwake_stored_stack {
 /* What a task left behind when it blocked, and who woke it: the value of the task_blocks
  * task storage map. Shared so that tests can set a task's state from user space.
  *
- * The fields that every switch and wakeup read or write come first, within 48 bytes, so that
+ * The fields that every switch and wakeup read or write come first, within 56 bytes, so that
  * the programs touch fewer cache lines of a task that has been asleep (they were spread over
  * 128 bytes: keep_ns and last_ns at its end). On pgbench with no block kept
  * (--sample-period 100000000), that took the switch program from 571-592 to 540-559 ns a
@@ -397,9 +398,14 @@ struct offwake_task_block {
 	                 * block reached has its user stack walked at switch-out, while it is hot */
 	__u64 wake_ts;  /* when the recorded waker woke the task */
 	__u32 state;
-	__u32 flags;    /* OFFWAKE_TB_* */
+	__u32 flags;    /* OFFWAKE_TB_DEFER_USER, _PENDING, _PARKED: written only where no other
+	                 * CPU writes this block (the task's own CPU, or a switch-in) */
 	__u64 cgroup_id; /* of the open block: the task's at switch-out */
-	__s64 kern_stack_id; /* of the open block, with --sched-frames (taken at switch-out) */
+	__u32 wake_flags; /* OFFWAKE_TB_WAKER, _WAKE_ON_CPU. A wakeup on the task's way into the
+	                   * scheduler is written from the waker's CPU while the switch program
+	                   * runs on the task's: in a word of their own, stored whole, so that
+	                   * neither CPU's read-modify-write of `flags` overwrites the other's */
+	__u32 reserved0;
 	__s64 user_stack_id; /* of the open block, unless OFFWAKE_TB_DEFER_USER */
 	__u32 waker_flags;
 	__u32 waker_tgid;
@@ -410,6 +416,7 @@ struct offwake_task_block {
 	__s64 waker_user_stack_id;
 	char waker_comm[OFFWAKE_COMM_LEN];
 	__u64 waker_cgroup_id;
+	__s64 kern_stack_id; /* of the open block, with --sched-frames (taken at switch-out) */
 	/* A finished, kept block waiting for its user stack (OFFWAKE_TB_PENDING). */
 	struct offwake_key pending;
 	__u64 pending_start;

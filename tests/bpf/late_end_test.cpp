@@ -266,7 +266,7 @@ TEST(LateEnd, IsDatedAtItsOwnWakeupAndNamesItsWaker) {
       [&](uint64_t now) {
         start = now - 10'000'000;
         offwake_task_block b = open_block(start);
-        b.flags = OFFWAKE_TB_WAKER;
+        b.wake_flags = OFFWAKE_TB_WAKER;
         b.wake_ts = start + 5'000'000;
         return b;
       },
@@ -290,7 +290,7 @@ TEST(LateEnd, NeverTakesTheWakerOfTheNextBlock) {
   ASSERT_NO_FATAL_FAILURE(run_with_state(
       [](uint64_t now) {
         offwake_task_block b = open_block(now - 10'000'000);
-        b.flags = OFFWAKE_TB_WAKER | OFFWAKE_TB_WAKE_ON_CPU;
+        b.wake_flags = OFFWAKE_TB_WAKER | OFFWAKE_TB_WAKE_ON_CPU;
         b.wake_ts = now - 1'000'000;
         return b;
       },
@@ -311,7 +311,7 @@ TEST(LateEnd, TakesTheWakeupThatCameOnTheWayIntoTheBlock) {
   ASSERT_NO_FATAL_FAILURE(run_with_state(
       [](uint64_t now) {
         offwake_task_block b = open_block(now - 10'000'000);
-        b.flags = OFFWAKE_TB_WAKER | OFFWAKE_TB_WAKE_ON_CPU;
+        b.wake_flags = OFFWAKE_TB_WAKER | OFFWAKE_TB_WAKE_ON_CPU;
         b.wake_ts = now - 11'000'000;
         return b;
       },
@@ -329,7 +329,7 @@ TEST(LateEnd, IgnoresAWakeupOlderThanTheBlock) {
   ASSERT_NO_FATAL_FAILURE(run_with_state(
       [](uint64_t now) {
         offwake_task_block b = open_block(now - 10'000'000);
-        b.flags = OFFWAKE_TB_WAKER;
+        b.wake_flags = OFFWAKE_TB_WAKER;
         b.wake_ts = now - 11'000'000;
         return b;
       },
