@@ -69,7 +69,7 @@ TEST(Record, CondvarThreadsBlockedTimeAndWaker) {
 // still queued, its dequeue not done; the kernel then waits for that CPU's runqueue lock,
 // finds it dequeued and wakes it from the block that starts there. Before 2026-12-06 the BPF
 // programs took such a wakeup for one of a runnable task and dropped it: 28 to 185 of some
-// 100,000 blocks had no waker (six recordings). Allowed here: one block in 10,000 of the
+// 100,000 blocks had no waker (five recordings). Allowed here: one block in 10,000 of the
 // truth's handoffs without its waker, among the blocks ended by a traced switch-in (with a
 // kernel stack; those the kernel did not trace end late, bounded by with_kernel_stacks in
 // the tests above); every waker named is the other player.

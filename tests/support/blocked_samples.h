@@ -82,8 +82,8 @@ inline void expect_misses_within_truth(uint64_t blocks, uint64_t ns, const Truth
 // that must follow it. A wakeup the kernel never traced leaves a "[no waker seen]" waker:
 // accepted as rarely as the truth allows (expect_misses_within_truth), and only if the
 // recording counted it (`counted_without_waker`, the summary's blocks_without_waker()), never
-// silently. On this VM a switch-in now and then fires no sched_switch (perf's tracepoints miss
-// the same events); none in most recordings.
+// silently. On this VM a switch-in now and then fires no sched_switch, and a wakeup may go
+// unseen (perf's tracepoints miss the same events); none in most recordings.
 inline Blocked blocked_in(const std::vector<ScriptSample>& samples, const Truth& t,
                           uint64_t counted_without_waker = std::numeric_limits<uint64_t>::max()) {
   Blocked b;

@@ -64,13 +64,14 @@ inline constexpr double kWholeChainShare = 0.9;
 // ended late (switch-in not traced: no kernel stack): at most one per 20 of the truth's blocks
 // (one in a truth of 20 blocks or fewer), and all of them together at most that many blocks'
 // worth of time, the truth's mean block each, plus one preemption (kPreemptionNs). On these
-// VMs a switch-in now and then fires no sched_switch, and no program runs for switches of the
-// init process's threads: on one host none in most recordings; on the host of 2026-12-05 22:00
-// one to ten of wl_stack_phases's 3,400 blocks in every recording, with the binaries of before
-// and after that day's change alike (one block's worth of time in all, the bound before,
-// failed most runs). Many of those were wakeups of a thread still queued on its way into the
-// scheduler, which the programs ignored until 2026-12-06: a finer bound for that, one in
-// 10,000, is Record.WakeupsOnTheWayIntoTheSchedulerKeepTheirWaker's. The bound comes from the
+// VMs a switch-in now and then fires no sched_switch, a wakeup may go unseen, and no program
+// runs for switches of the init process's threads: on one host none in most recordings; on the
+// host of 2026-12-05 22:00 one to ten of wl_stack_phases's 3,400 blocks in every recording,
+// with the binaries of before and after that day's change alike (one block's worth of time in
+// all, the bound before, failed most runs). Until 2026-12-06 the programs also ignored the
+// wakeup of a thread still queued on its way into the scheduler (0.03% to 0.5% of the blocks
+// of a ping-pong and of nginx): a finer bound for that, one in 10,000, is
+// Record.WakeupsOnTheWayIntoTheSchedulerKeepTheirWaker's. The bound comes from the
 // truth, never from the recording's own summary: a regression that turned correct wakers into
 // counted misses (one wakeup in ten dropped: two of twenty blocks, 40 ms; 340 of 3,400) fails.
 inline constexpr uint64_t kMissedBlocksPer = 20;
