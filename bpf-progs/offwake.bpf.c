@@ -174,22 +174,13 @@ int BPF_PROG(offwake_switch, _Bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-/* Whether the wakeup of p may end a block: p is asleep (dequeued, or a delayed dequeue), or
- * still on a CPU. There it may be on its way into the scheduler with its dequeue not done yet:
- * the kernel's try_to_wake_up() then waits for that CPU's runqueue lock (ttwu_runnable()),
- * finds p dequeued and wakes it from the block that its switch-out starts. Before, such a
- * wakeup was taken for one of a runnable task and ignored: on nginx under wrk, 212 blocks in
- * 5 s had no waker, and as many wakeups had been ignored (2026-12-06; perf's own
- * sched:sched_waking showed each one a few microseconds before the switch-out). Only a task
- * queued to run and not running is just runnable: its wakeup ends nothing. The tracepoint
- * back end applies the same rule (BlockPairer::waking). */
-static __always_inline int wakee_may_block(struct task_struct *p)
+/* Whether p is asleep as the kernel sees it: dequeued, or its dequeue delayed (EEVDF's delayed
+ * dequeue, when the kernel has it). */
+static __always_inline int task_dequeued(struct task_struct *p)
 {
 	if (!p->on_rq)
 		return 1;
-	if (bpf_core_field_exists(p->se.sched_delayed) && p->se.sched_delayed)
-		return 1;
-	return p->on_cpu;
+	return bpf_core_field_exists(p->se.sched_delayed) && p->se.sched_delayed;
 }
 
 /* Runs in the context of whoever wakes p (try_to_wake_up), before p can run again. The
@@ -211,12 +202,12 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		return 0;
 	/* The time is read once the waking is about a block: most runs end before. */
 	c = cpu_counters();
-	if (!wakee_may_block(p)) {
+	on_cpu = p->on_cpu; /* read once: it turns to 0 as p's switch-out completes */
+	if (!offwake_wakeup_may_end_block(task_dequeued(p), on_cpu)) {
 		if (!stopped_now())
 			COUNT(c, runnable_wakeups);
 		return 0;
 	}
-	on_cpu = p->on_cpu;
 	b = on_cpu ? task_block_create(p) : task_block(p);
 	if (!b) {
 		if (on_cpu && !stopped_now())

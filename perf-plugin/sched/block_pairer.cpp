@@ -167,8 +167,8 @@ void BlockPairer::waking(const SchedEvent& e) {
   // filters keep it (a thread not yet seen to switch out may be kept): only then is the
   // waker's stack completed.
   const bool may_keep = t.blocked || t.tgid == 0 || wanted(e.target_tid, t);
-  if (!t.blocked && !on_cpu) {
-    ++counters_.runnable_wakeups;  // not blocked (or in a block not recorded): ends nothing
+  if (!offwake_wakeup_may_end_block(t.blocked, on_cpu)) {
+    ++counters_.runnable_wakeups;  // runnable (or in a block not recorded): ends nothing
     return;
   }
   t.woken = true;
