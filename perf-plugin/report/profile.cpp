@@ -232,7 +232,7 @@ class ProfileBuilder : public SampleVisitor {
       const bool kernel = ctx == FrameContext::kKernel || ctx == FrameContext::kGuestKernel;
       if ((filters_.kernel_only && !kernel) || (filters_.user_only && kernel)) continue;
       Frame f;
-      f.name = r.sym ? r.sym->name : "[unknown]";
+      f.name = r.function ? r.function->name : "[unknown]";
       f.dso = r.dso;
       f.ip = r.ip;
       f.dso_addr = r.dso_addr;

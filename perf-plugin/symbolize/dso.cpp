@@ -143,6 +143,16 @@ const Symbol* Dso::find(uint64_t addr) {
   return it->second;
 }
 
+const Symbol* Dso::find_unnamed(uint64_t addr) {
+  if (kind_ != DsoKind::kElf || state() != DsoState::kLoaded) return nullptr;
+  if (!unnamed_) {
+    unnamed_ = std::make_unique<SymbolTable>();
+    if (auto f = ElfSymbolFile::open(runtime_path_))
+      f->load_unnamed_functions(*unnamed_, name_.substr(name_.rfind('/') + 1));
+  }
+  return unnamed_->find(addr);
+}
+
 void Dso::load() {
   state_ = DsoState::kMissing;
   switch (kind_) {
@@ -184,6 +194,7 @@ void Dso::load_elf() {
   table_.finish(false);
   if (runtime >= 0) table_.add_final(files[static_cast<size_t>(runtime)].plt_symbols());
   source_ = syms->path();
+  runtime_path_ = runtime >= 0 ? files[static_cast<size_t>(runtime)].path() : syms->path();
   state_ = DsoState::kLoaded;
 }
 

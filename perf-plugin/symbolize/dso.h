@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -34,6 +35,10 @@ class Dso {
   // The symbol holding `addr` (in the DSO's address space), or nullptr; cached.
   const Symbol* find(uint64_t addr);
   const SymbolTable& table() { state(); return table_; }
+  // For an ELF file, the function holding `addr` that no symbol names: its .eh_frame range,
+  // named "[FILE+0xADDR]" (FILE the file's name without its directory), or nullptr. The
+  // ranges are read on first use.
+  const Symbol* find_unnamed(uint64_t addr);
   // Where the symbols came from, "" if nowhere.
   const std::string& source() const { return source_; }
 
@@ -51,6 +56,8 @@ class Dso {
   std::string source_;
   SymbolTable table_;
   std::unordered_map<uint64_t, const Symbol*> cache_;
+  std::string runtime_path_;  // the file whose program headers place the symbols
+  std::unique_ptr<SymbolTable> unnamed_;  // find_unnamed(), once read
 };
 
 }  // namespace offwake::symbolize

@@ -4,10 +4,14 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "synth/elf_file.h"
+#include "unwind/cfi_entries.h"
 
 namespace offwake::symbolize {
 namespace {
@@ -26,6 +30,13 @@ std::vector<Load> load_segments(Elf* elf) {
       out.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset});
   }
   return out;
+}
+
+// `vaddr` in the file-offset space that MMAP2 pgoff speaks, through the segment holding it.
+std::optional<uint64_t> file_offset(const std::vector<Load>& loads, uint64_t vaddr) {
+  for (const Load& l : loads)
+    if (vaddr >= l.vaddr && vaddr < l.vaddr + l.memsz) return vaddr - l.vaddr + l.offset;
+  return std::nullopt;
 }
 
 bool wanted(const GElf_Sym& sym, bool text_section) {
@@ -111,13 +122,9 @@ void ElfSymbolFile::load_symbols(SymbolTable& table, bool demangle_names, const 
       if (!wanted(sym, in_text)) continue;
       const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
       if (!name) continue;
-      // Into the file-offset space that MMAP2 pgoff speaks, through the segment holding it.
-      const Load* seg = nullptr;
-      for (const Load& l : loads)
-        if (!seg && sym.st_value >= l.vaddr && sym.st_value < l.vaddr + l.memsz) seg = &l;
       uint64_t start;
-      if (seg) {
-        start = sym.st_value - seg->vaddr + seg->offset;
+      if (auto off = file_offset(loads, sym.st_value)) {
+        start = *off;
       } else {
         // Past every segment (an end marker like _etext): through its section instead.
         GElf_Shdr ssh;
@@ -180,6 +187,20 @@ std::vector<Symbol> ElfSymbolFile::plt_symbols() const {
     out.push_back(Symbol{demangle(name) + "@plt", at, at + entry_size, STB_GLOBAL});
   }
   return out;
+}
+
+void ElfSymbolFile::load_unnamed_functions(SymbolTable& table, const std::string& label) const {
+  auto ranges = unwind::function_ranges(elf());
+  if (!ranges) return;  // unreadable CFI: those frames stay unnamed
+  const std::vector<Load> loads = load_segments(elf());
+  char hex[24];
+  for (const unwind::PcRange& r : *ranges) {
+    auto start = file_offset(loads, r.start);
+    if (!start) continue;
+    std::snprintf(hex, sizeof(hex), "%" PRIx64, r.start);
+    table.add("[" + label + "+0x" + hex + "]", *start, r.end - r.start, STB_LOCAL);
+  }
+  table.finish(false);
 }
 
 }  // namespace offwake::symbolize

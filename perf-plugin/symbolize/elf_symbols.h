@@ -34,6 +34,10 @@ class ElfSymbolFile {
   // perf's "name@plt" symbols, one per .rela.plt entry in .plt (or .plt.sec), in the
   // file-offset space; for the runtime file, after the others are finished.
   std::vector<Symbol> plt_symbols() const;
+  // The functions of the file's .eh_frame (or .debug_frame), for code no symbol names: each
+  // is named "[LABEL+0xADDR]" by the address it starts at in the file (what addr2line and gdb
+  // take), and placed in the file-offset space as symbols are.
+  void load_unnamed_functions(SymbolTable& table, const std::string& label) const;
 
  private:
   Status scan();

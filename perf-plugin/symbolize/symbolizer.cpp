@@ -126,7 +126,8 @@ struct Symbolizer::Impl {
     }
   }
 
-  ResolvedFrame resolve(uint32_t pid, uint64_t ip, FrameContext context, Stats& stats) {
+  // `return_address`: ip is where a call returns to (a caller's frame), not where code ran.
+  ResolvedFrame resolve(uint32_t pid, uint64_t ip, FrameContext context, Stats& stats, bool return_address = false) {
     ResolvedFrame f;
     f.ip = ip;
     f.dso = kUnknown;
@@ -162,8 +163,12 @@ struct Symbolizer::Impl {
     f.sym = d->find(f.dso_addr);
     if (!f.sym) {
       ++stats.unknown_symbol;
+      const uint64_t call = f.dso_addr - (return_address && f.dso_addr > 0 ? 1 : 0);
+      f.function = call != f.dso_addr ? d->find(call) : nullptr;
+      if (!f.function) f.function = d->find_unnamed(call);
       return f;
     }
+    f.function = f.sym;
     f.symoff = f.dso_addr - f.sym->start;
     return f;
   }
@@ -230,7 +235,12 @@ const std::vector<ResolvedFrame>& Symbolizer::resolve_cached(uint32_t pid, const
   CachedChain c;
   c.frames = chain.frames();
   c.resolved.reserve(chain.size());
-  for (const Frame& f : chain.frames()) c.resolved.push_back(impl_->resolve(pid, f.ip, f.context, c.stats));
+  const Frame* prev = nullptr;
+  for (const Frame& f : chain.frames()) {
+    // Past the first frame of its context, a frame is a caller's: its ip a return address.
+    c.resolved.push_back(impl_->resolve(pid, f.ip, f.context, c.stats, prev && prev->context == f.context));
+    prev = &f;
+  }
   add(stats_, c.stats);
   return p.chains.emplace(h, std::move(c))->second.resolved;
 }

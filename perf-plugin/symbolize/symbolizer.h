@@ -43,6 +43,13 @@ struct ResolvedFrame {
   // A mapping holds ip (dso is its name). perf's Python frame has a "dso" key only then, and
   // a "sym" key only when sym is set.
   bool mapped = false;
+  // The function holding the code, as the report names it; nullptr: unknown. It is sym
+  // where perf names one; where perf says "[unknown]" (no sym) it fills the gap, in an ELF
+  // file: a caller's frame is looked up a byte before its return address, at its call, which
+  // may be the last instruction of its function (a call that does not return: exit, abort);
+  // code no symbol names is named by its .eh_frame function, "[FILE+0xADDR]"
+  // (Dso::find_unnamed). `perf script`'s frames stay as perf has them (sym).
+  const Symbol* function = nullptr;
 };
 
 struct SymbolizerOptions {

@@ -4,6 +4,7 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -154,6 +155,26 @@ Result<CfiEntries> read_cfi_entries(Elf* elf, Elf_Scn* section, bool eh_frame) {
     if (next == static_cast<Dwarf_Off>(-1) || next <= offset) break;
     offset = next;
   }
+  return out;
+}
+
+Result<std::vector<PcRange>> function_ranges(Elf* elf) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return Error("section names unreadable");
+  Elf_Scn *eh_frame = nullptr, *debug_frame = nullptr, *scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr sh;
+    const char* name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : nullptr;
+    if (name == nullptr || sh.sh_type == SHT_NOBITS) continue;  // NOBITS: stripped into a debug file
+    if (std::strcmp(name, ".eh_frame") == 0) eh_frame = scn;
+    else if (std::strcmp(name, ".debug_frame") == 0) debug_frame = scn;
+  }
+  std::vector<PcRange> out;
+  if (!eh_frame && !debug_frame) return out;
+  auto entries = read_cfi_entries(elf, eh_frame ? eh_frame : debug_frame, eh_frame != nullptr);
+  if (!entries) return entries.error();
+  out = std::move(entries->fdes);
+  std::sort(out.begin(), out.end(), [](const PcRange& a, const PcRange& b) { return a.start < b.start; });
   return out;
 }
 

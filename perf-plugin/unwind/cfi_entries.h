@@ -28,4 +28,9 @@ struct CfiEntries {
 // data cannot be had at all.
 Result<CfiEntries> read_cfi_entries(Elf* elf, Elf_Scn* section, bool eh_frame);
 
+// The functions a file's CFI describes: the FDE ranges of its .eh_frame, else of its
+// .debug_frame, sorted by start. A stripped binary keeps them, where it has no symbols left
+// for its static functions. Empty if the file has neither section.
+Result<std::vector<PcRange>> function_ranges(Elf* elf);
+
 }  // namespace offwake::unwind

@@ -18,9 +18,11 @@
 #include "support/recording.h"
 #include "support/report_table.h"
 #include "support/run.h"
+#include "support/scoped_env.h"
 #include "support/tolerances.h"
 #include "support/truth.h"
 #include "support/usage_error.h"
+#include "synth/elf_file.h"
 
 namespace offwake::test {
 namespace {
@@ -36,6 +38,33 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+// The rows of a --stdio table whose blocked stack names `function`: their time and count
+// summed, and whether a row's waker line under it names `waker_function` in thread `waker_tid`.
+struct TableRows {
+  double ns = 0;
+  uint64_t count = 0;
+  bool waker_seen = false;
+};
+
+TableRows rows_naming(const std::string& table, const std::string& function, const std::string& waker_function,
+                      uint32_t waker_tid) {
+  TableRows t;
+  const auto lines = lines_of(table);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find(function) == std::string::npos || lines[i].find("woken by") != std::string::npos) continue;
+    std::istringstream row(lines[i]);
+    std::string total, unit, share, cnt;
+    row >> total >> unit >> share >> cnt;
+    t.ns += parse_human_ns(total, unit);
+    t.count += std::stoull(cnt);
+    if (i + 1 < lines.size() && lines[i + 1].find("woken by") != std::string::npos &&
+        lines[i + 1].find(waker_function) != std::string::npos &&
+        lines[i + 1].find("/" + std::to_string(waker_tid) + ":") != std::string::npos)
+      t.waker_seen = true;
+  }
+  return t;
+}
+
 TEST(Report, TableShowsTheBlockedStackItsTimeAndItsWaker) {
   const Recording& r = recording("wl_pipe", "");
   ASSERT_EQ(r.record.status, 0) << r.record.err;
@@ -43,31 +72,55 @@ TEST(Report, TableShowsTheBlockedStackItsTimeAndItsWaker) {
   auto out = report(r, "--tid " + std::to_string(r.truth.tid));
   ASSERT_EQ(out.status, 0) << out.err;
   EXPECT_EQ(out.err, "");
-  double ns = 0;
-  uint64_t count = 0;
-  bool waker_seen = false;
-  const auto lines = lines_of(out.out);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find(r.truth.function) == std::string::npos || lines[i].find("woken by") != std::string::npos)
-      continue;
-    std::istringstream row(lines[i]);
-    std::string total, unit, share, cnt;
-    row >> total >> unit >> share >> cnt;
-    ns += parse_human_ns(total, unit);
-    count += std::stoull(cnt);
-    if (i + 1 < lines.size() && lines[i + 1].find("woken by") != std::string::npos &&
-        lines[i + 1].find(r.truth.waker_function) != std::string::npos &&
-        lines[i + 1].find("/" + std::to_string(r.truth.waker_tid) + ":") != std::string::npos)
-      waker_seen = true;
-  }
+  const TableRows t = rows_naming(out.out, r.truth.function, r.truth.waker_function, r.truth.waker_tid);
   // The time within 5% (kBlockedTimeTolerance); the count exact (see check_against_truth in
   // tests/bpf/offwake_bpf_test.cpp for the one way heavy load could make it one off).
-  EXPECT_NEAR(ns, static_cast<double>(r.truth.blocked_ns),
+  EXPECT_NEAR(t.ns, static_cast<double>(r.truth.blocked_ns),
               kBlockedTimeTolerance * static_cast<double>(r.truth.blocked_ns))
       << out.out;
-  EXPECT_EQ(count, r.truth.count) << out.out;
-  EXPECT_TRUE(waker_seen) << "the waker's thread and stack under the row:\n" << out.out;
+  EXPECT_EQ(t.count, r.truth.count) << out.out;
+  EXPECT_TRUE(t.waker_seen) << "the waker's thread and stack under the row:\n" << out.out;
   EXPECT_NE(out.out.find("# recording counters:"), std::string::npos) << out.out;
+}
+
+// A stripped binary, as Debian ships its servers: perf says "[unknown]" for its functions; the
+// report names each by its .eh_frame function, "[wl_pipe+0xADDR]" with ADDR the address its
+// symbol has in the unstripped file, and the row has the time and count the workload measured.
+TEST(Report, StrippedFunctionsAreNamedByTheirUnwindFunction) {
+  TempDir dir;
+  // No unstripped copy found by its build id (the cache would name the functions properly).
+  ScopedEnv cache("PERF_BUILDID_DIR", dir.file("cache"));
+  const std::string stripped = dir.file("wl_pipe"), data = dir.file("perf.data");
+  RunResult strip = run("strip --strip-all -o " + stripped + " " + kWorkloads + "wl_pipe");
+  ASSERT_EQ(strip.status, 0) << strip.err;
+  RunResult rec = run(kOffwake + " record -o " + data + " -- " + stripped);
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto truths = parse_truth(rec.out);
+  ASSERT_EQ(truths.size(), 1u) << rec.out;
+  const Truth& truth = truths[0];
+  ASSERT_GT(truth.count, 0u) << rec.out;
+  auto unstripped = ElfFile::open(kWorkloads + "wl_pipe");
+  ASSERT_TRUE(unstripped.ok()) << unstripped.error().message();
+  auto name = [&](const std::string& fn) {
+    auto sym = unstripped->find_function(fn);
+    EXPECT_TRUE(sym.has_value()) << fn;
+    std::ostringstream s;
+    s << "[wl_pipe+0x" << std::hex << (sym ? sym->value : 0) << "]";
+    return s.str();
+  };
+  auto out = run(kOffwake + " report -i " + data + " --tid " + std::to_string(truth.tid));
+  ASSERT_EQ(out.status, 0) << out.err;
+  EXPECT_EQ(out.out.find(truth.function), std::string::npos) << "stripped, yet named:\n" << out.out;
+  const TableRows t = rows_naming(out.out, name(truth.function), name(truth.waker_function), truth.waker_tid);
+  EXPECT_NEAR(t.ns, static_cast<double>(truth.blocked_ns), kBlockedTimeTolerance * static_cast<double>(truth.blocked_ns))
+      << out.out;
+  EXPECT_EQ(t.count, truth.count) << out.out;
+  EXPECT_TRUE(t.waker_seen) << out.out;
+  // Debian's perf, on the same file: those frames are "[unknown]" in wl_pipe (its build-id
+  // cache is $HOME/.debug).
+  auto perf = run("HOME=" + dir.path() + " perf script -i " + data + " -F ip,sym,dso --tid " + std::to_string(truth.tid));
+  ASSERT_EQ(perf.status, 0) << perf.err;
+  EXPECT_NE(perf.out.find("[unknown] (" + stripped + ")"), std::string::npos) << perf.out;
 }
 
 // The same lines as the bundled script run by the real perf, in the same order.

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cinttypes>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -386,6 +387,54 @@ FifoLookup resolve_in_fifo(const std::string& fifo) {
 // A recording may name anything: a FIFO it names is never read, and naming one costs no
 // wait (opening one for reading waits for a writer, and perf offwake script hung on such a
 // file). The call returns at once, takes nothing from the FIFO, and counts the file as missing.
+// A stripped binary keeps its .eh_frame: a frame no symbol names is named by the function its
+// CFI says holds it, "[FILE+0xADDR]", ADDR where the unstripped file's symbol says the function
+// starts. perf's own answer (sym) stays "[unknown]". A return address is looked up a byte
+// back: at a function's end, as a caller's frame, it is still that function's call.
+TEST(Symbolizer, StrippedCodeIsNamedByItsUnwindFunction) {
+  test::TempDir dir;
+  test::ScopedEnv cache_dir("PERF_BUILDID_DIR", dir.file("empty-cache"));  // no unstripped copy by build id
+  const std::string stripped = dir.file("symbols_target");
+  test::RunResult r = test::run("strip --strip-all -o '" + stripped + "' '" + kPieTarget + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ElfFile full = open_elf(kPieTarget);
+  const uint64_t base = 0x555555554000;
+  Symbolizer s;
+  Mmap2Record m = exec_mapping(9, full, base);
+  m.filename = stripped;
+  s.observe(m);
+  char name[64];
+  for (const char* fn : {"st_leaf", "st_middle"}) {
+    auto f = s.resolve(9, address_of(full, fn, base, 1), FrameContext::kUser);
+    EXPECT_EQ(f.sym, nullptr) << fn << " " << f.sym->name;
+    ASSERT_NE(f.function, nullptr) << fn;
+    std::snprintf(name, sizeof(name), "[symbols_target+0x%" PRIx64 "]", full.find_function(fn)->value);
+    EXPECT_EQ(f.function->name, name);
+    EXPECT_EQ(f.function->start, file_offset_of(full, fn));
+  }
+  // st_leaf's last byte + 1: as a leaf, not st_leaf's; as the caller of a leaf, st_leaf's call.
+  const uint64_t leaf_end = address_of(full, "st_leaf", base, full.find_function("st_leaf")->size);
+  auto as_leaf = s.resolve(9, leaf_end, FrameContext::kUser);
+  std::snprintf(name, sizeof(name), "[symbols_target+0x%" PRIx64 "]", full.find_function("st_leaf")->value);
+  EXPECT_TRUE(as_leaf.function == nullptr || as_leaf.function->name != name);
+  Callchain chain;
+  chain.push(address_of(full, "st_leaf", base, 1), FrameContext::kUser);
+  chain.push(leaf_end, FrameContext::kUser);
+  auto frames = s.resolve(9, chain);
+  ASSERT_EQ(frames.size(), 2u);
+  ASSERT_NE(frames[1].function, nullptr);
+  EXPECT_EQ(frames[1].function->name, name);
+  // Unstripped, a frame perf names keeps perf's name; one perf does not is st_leaf's call.
+  Symbolizer named;
+  named.observe(exec_mapping(9, full, base));
+  frames = named.resolve(9, chain);
+  ASSERT_EQ(frames.size(), 2u);
+  ASSERT_NE(frames[0].sym, nullptr);
+  EXPECT_EQ(frames[0].function, frames[0].sym);
+  ASSERT_NE(frames[1].function, nullptr);
+  EXPECT_EQ(frames[1].function->name, frames[1].sym ? frames[1].sym->name : "st_leaf");
+}
+
 TEST(Symbolizer, NamesThatAreNotRegularFilesAreNotRead) {
   test::TempDir dir;
   const std::string fifo = dir.file("fifo");
