@@ -25,7 +25,7 @@ ALLOWED = {
     "callchain": {"util"},
     "perfdata": {"util", "callchain"},
     "synth": BASE,
-    "symbolize": BASE | {"synth"},
+    "symbolize": BASE | {"synth", "unwind"},  # unwind/: .eh_frame's functions name stripped code
     "unwind": BASE | {"synth"},
     "blocks": BASE,
     "samples": BASE | {"blocks", "synth"},
