@@ -384,9 +384,6 @@ FifoLookup resolve_in_fifo(const std::string& fifo) {
   return out;
 }
 
-// A recording may name anything: a FIFO it names is never read, and naming one costs no
-// wait (opening one for reading waits for a writer, and perf offwake script hung on such a
-// file). The call returns at once, takes nothing from the FIFO, and counts the file as missing.
 // A stripped binary keeps its .eh_frame: a frame no symbol names is named by the function its
 // CFI says holds it, "[FILE+0xADDR]", ADDR where the unstripped file's symbol says the function
 // starts. perf's own answer (sym) stays "[unknown]". A return address is looked up a byte
@@ -435,6 +432,9 @@ TEST(Symbolizer, StrippedCodeIsNamedByItsUnwindFunction) {
   EXPECT_EQ(frames[1].function->name, frames[1].sym ? frames[1].sym->name : "st_leaf");
 }
 
+// A recording may name anything: a FIFO it names is never read, and naming one costs no
+// wait (opening one for reading waits for a writer, and perf offwake script hung on such a
+// file). The call returns at once, takes nothing from the FIFO, and counts the file as missing.
 TEST(Symbolizer, NamesThatAreNotRegularFilesAreNotRead) {
   test::TempDir dir;
   const std::string fifo = dir.file("fifo");
