@@ -158,16 +158,27 @@ Result<CfiEntries> read_cfi_entries(Elf* elf, Elf_Scn* section, bool eh_frame) {
   return out;
 }
 
+CfiSection cfi_section(const char* name, uint32_t sh_type) {
+  constexpr uint32_t kShtX8664Unwind = 0x70000001;
+  if (name == nullptr) return CfiSection::none;
+  if (std::strcmp(name, ".eh_frame") == 0 && (sh_type == SHT_PROGBITS || sh_type == kShtX8664Unwind))
+    return CfiSection::eh_frame;
+  if (std::strcmp(name, ".debug_frame") == 0 && sh_type == SHT_PROGBITS) return CfiSection::debug_frame;
+  return CfiSection::none;
+}
+
 Result<std::vector<PcRange>> function_ranges(Elf* elf) {
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) return Error("section names unreadable");
   Elf_Scn *eh_frame = nullptr, *debug_frame = nullptr, *scn = nullptr;
   while ((scn = elf_nextscn(elf, scn)) != nullptr) {
     GElf_Shdr sh;
-    const char* name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : nullptr;
-    if (name == nullptr || sh.sh_type == SHT_NOBITS) continue;  // NOBITS: stripped into a debug file
-    if (std::strcmp(name, ".eh_frame") == 0) eh_frame = scn;
-    else if (std::strcmp(name, ".debug_frame") == 0) debug_frame = scn;
+    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    switch (cfi_section(elf_strptr(elf, shstrndx, sh.sh_name), sh.sh_type)) {
+      case CfiSection::eh_frame: eh_frame = scn; break;
+      case CfiSection::debug_frame: debug_frame = scn; break;
+      case CfiSection::none: break;
+    }
   }
   std::vector<PcRange> out;
   if (!eh_frame && !debug_frame) return out;

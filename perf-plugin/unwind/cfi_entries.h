@@ -28,6 +28,13 @@ struct CfiEntries {
 // data cannot be had at all.
 Result<CfiEntries> read_cfi_entries(Elf* elf, Elf_Scn* section, bool eh_frame);
 
+enum class CfiSection { none, eh_frame, debug_frame };
+
+// Whether a section (its name and sh_type) holds CFI to read: .eh_frame as PROGBITS, or typed
+// SHT_X86_64_UNWIND as some linkers write it; .debug_frame as PROGBITS (NOBITS where it was
+// stripped into a separate debug file: nothing there).
+CfiSection cfi_section(const char* name, uint32_t sh_type);
+
 // The functions a file's CFI describes: the FDE ranges of its .eh_frame, else of its
 // .debug_frame, sorted by start. A stripped binary keeps them, where it has no symbols left
 // for its static functions. Empty if the file has neither section.

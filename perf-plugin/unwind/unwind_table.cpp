@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include "synth/elf_file.h"
@@ -30,8 +29,6 @@ struct FrameFree {
 using CfiPtr = std::unique_ptr<Dwarf_CFI, CfiEnd>;
 using DwarfPtr = std::unique_ptr<Dwarf, DwarfEnd>;
 using FramePtr = std::unique_ptr<Dwarf_Frame, FrameFree>;
-
-constexpr uint32_t kShtX8664Unwind = 0x70000001;  // what some linkers type .eh_frame as
 
 struct ElfLayout {
   std::vector<PcRange> code;  // executable PT_LOAD segments, by address
@@ -76,10 +73,11 @@ Result<ElfLayout> read_layout(Elf* elf, const std::string& path) {
     if (name == nullptr) continue;
     if (sh.sh_type != SHT_NOBITS && sh.sh_offset + sh.sh_size > file_size)
       return Error(path + ": truncated (section " + name + " past the end of the file)");
-    if (std::strcmp(name, ".eh_frame") == 0 && (sh.sh_type == SHT_PROGBITS || sh.sh_type == kShtX8664Unwind))
+    CfiSection cfi = cfi_section(name, sh.sh_type);
+    if (cfi == CfiSection::eh_frame)
       out.eh_frame = scn;
-    else if (std::strcmp(name, ".debug_frame") == 0 && sh.sh_type == SHT_PROGBITS)
-      out.debug_frame = scn;  // SHT_NOBITS in a stripped file: nothing there
+    else if (cfi == CfiSection::debug_frame)
+      out.debug_frame = scn;
     else if (sh.sh_type == SHT_NOTE && out.build_id.empty()) {
       Elf_Data* d = elf_getdata(scn, nullptr);
       if (d && d->d_buf) out.build_id = parse_build_id_note(static_cast<const uint8_t*>(d->d_buf), d->d_size);
