@@ -16,7 +16,7 @@ namespace offwake {
 namespace {
 
 Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host) {
-  symbolize::Symbolizer symbolizer;
+  symbolize::Symbolizer symbolizer({.name_unnamed = false});  // frames as perf names them
   report::SampleStream stream(reader, symbolizer);
   script::DictVisitor visitor(symbolizer, [&](script::PyRef dict) { return host.process_event(std::move(dict)); });
   OFFWAKE_TRY(host.trace_begin());

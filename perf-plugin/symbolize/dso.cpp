@@ -146,6 +146,8 @@ const Symbol* Dso::find(uint64_t addr) {
 const Symbol* Dso::find_unnamed(uint64_t addr) {
   if (kind_ != DsoKind::kElf || state() != DsoState::kLoaded) return nullptr;
   if (!unnamed_) {
+    // Opened again, once: load_elf() keeps no file open, and holding every DSO's for the few
+    // with unnamed code would cost a descriptor and a mapping each.
     unnamed_ = std::make_unique<SymbolTable>();
     if (auto f = ElfSymbolFile::open(runtime_path_))
       f->load_unnamed_functions(*unnamed_, name_.substr(name_.rfind('/') + 1));

@@ -163,6 +163,7 @@ struct Symbolizer::Impl {
     f.sym = d->find(f.dso_addr);
     if (!f.sym) {
       ++stats.unknown_symbol;
+      if (!options.name_unnamed) return f;
       const uint64_t call = f.dso_addr - (return_address && f.dso_addr > 0 ? 1 : 0);
       f.function = call != f.dso_addr ? d->find(call) : nullptr;
       if (!f.function) f.function = d->find_unnamed(call);

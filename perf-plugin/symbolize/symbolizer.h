@@ -48,7 +48,7 @@ struct ResolvedFrame {
   // file: a caller's frame is looked up a byte before its return address, at its call, which
   // may be the last instruction of its function (a call that does not return: exit, abort);
   // code no symbol names is named by its .eh_frame function, "[FILE+0xADDR]"
-  // (Dso::find_unnamed). `perf script`'s frames stay as perf has them (sym).
+  // (Dso::find_unnamed). Left to sym alone with SymbolizerOptions::name_unnamed off.
   const Symbol* function = nullptr;
 };
 
@@ -56,6 +56,10 @@ struct SymbolizerOptions {
   // The running kernel's symbols. The fuzz target gives a small file of its own: reading the
   // real one for every input would leave no time to fuzz.
   std::string kallsyms = "/proc/kallsyms";
+  // Whether ResolvedFrame::function fills the gaps perf leaves (reading the .eh_frame of each
+  // file with code no symbol names). The report does; `perf offwake script`, whose frames are
+  // perf's, does not.
+  bool name_unnamed = true;
 };
 
 class Symbolizer {

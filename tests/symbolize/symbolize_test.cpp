@@ -421,6 +421,13 @@ TEST(Symbolizer, StrippedCodeIsNamedByItsUnwindFunction) {
   ASSERT_EQ(frames.size(), 2u);
   ASSERT_NE(frames[1].function, nullptr);
   EXPECT_EQ(frames[1].function->name, name);
+  // As perf offwake script asks: perf's names only.
+  Symbolizer perfs({.name_unnamed = false});
+  perfs.observe(m);
+  frames = perfs.resolve(9, chain);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].function, nullptr);
+  EXPECT_EQ(frames[1].function, nullptr);
   // Unstripped, a frame perf names keeps perf's name; one perf does not is st_leaf's call.
   Symbolizer named;
   named.observe(exec_mapping(9, full, base));
