@@ -178,6 +178,7 @@ class PprofEncoder {
       // "[hardirq]" and the other pseudo threads have a made-up tid: the name says it all.
       if (!pseudo_waker_of_tid(s.waker->tid)) num_label(w, "waker_tid", s.waker->tid);
       if (!s.waker_context.empty()) str_label(w, "waker_context", s.waker_context);
+      if (s.waker_stacks_not_taken) str_label(w, "waker_stacks", "not taken (woken early)");
       cgroup_labels(w, "waker_", s.waker_cgroup);
     }
     // A wakeup chain, as labels too (its stacks are in the locations): how long it is, who

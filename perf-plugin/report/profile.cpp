@@ -21,7 +21,7 @@ namespace {
 // What makes two stacks one: every field but the sums.
 auto stack_identity(const Stack& s) {
   return std::tie(s.kind, s.thread, s.frames, s.state, s.cgroup, s.waker, s.waker_frames, s.waker_context,
-                  s.waker_cgroup, s.chain, s.chain_end);
+                  s.waker_stacks_not_taken, s.waker_cgroup, s.chain, s.chain_end);
 }
 
 using perfdata::EventDesc;
@@ -41,6 +41,7 @@ struct PartsKey {
   uint32_t chain = 0;            // interned hops 2.. (0: none)
   const char* chain_end = "";    // static string
   uint32_t cgroup = 0, waker_cgroup = 0;  // interned paths (0: "")
+  bool waker_early = false;               // Stack::waker_stacks_not_taken
   bool operator==(const PartsKey&) const = default;
 };
 
@@ -50,7 +51,7 @@ struct PartsHash {
     for (uint64_t v : {uint64_t{k.thread}, uint64_t{k.frames}, uint64_t{k.waker}, uint64_t{k.waker_frames},
                        reinterpret_cast<uint64_t>(k.state), reinterpret_cast<uint64_t>(k.context),
                        uint64_t{k.chain}, reinterpret_cast<uint64_t>(k.chain_end), uint64_t{k.cgroup},
-                       uint64_t{k.waker_cgroup}})
+                       uint64_t{k.waker_cgroup}, uint64_t{k.waker_early}})
       h = (h ^ v) * 0x100000001B3ull;
     return h;
   }
@@ -115,6 +116,7 @@ class ProfileBuilder : public SampleVisitor {
       key.waker_cgroup = cgroup_id(has_raw && raw->head.waker_cgroup ? raw->head.waker_cgroup : waker->cgroup);
       key.waker_frames = frames_id(*waker);
       key.context = has_raw ? offwake_waker_context(raw->head.waker_flags) : "thread";
+      key.waker_early = has_raw && (raw->head.waker_flags & OFFWAKE_WAKER_EARLY);
       key.chain = chain_id(raw ? std::span<const OffwakeRawHop>(raw->hops) : std::span<const OffwakeRawHop>(), group);
       if (group.cut_short()) key.chain_end = kChainCutShort;
       else if (group.chain_end) key.chain_end = offwake_chain_end_name(group.chain_end);
@@ -160,6 +162,7 @@ class ProfileBuilder : public SampleVisitor {
       if (k.waker) st.waker = threads_[k.waker];
       st.waker_frames = frame_lists_[k.waker_frames];
       st.waker_context = k.context;
+      st.waker_stacks_not_taken = k.waker_early;
       for (const HopKey& h : hop_lists_[k.chain]) {
         Hop hop{threads_[h.thread], frame_lists_[h.frames], h.state, std::nullopt, frame_lists_[h.waker_frames],
                 h.context};

@@ -66,6 +66,9 @@ struct Stack {
   std::vector<Frame> waker_frames;  // leaf first
   std::string waker_context;  // "thread", "hardirq", "softirq", "nmi", "none", "early",
                               // "still-blocked"; "" on-CPU or without a waker sample
+  // The waker was named but its stacks not taken: it woke the thread before the block reached
+  // --min-block or its --sample-period threshold, which it passed on the run queue after.
+  bool waker_stacks_not_taken = false;
   // The rest of the wakeup chain after the waker (hop 1): hops 2, 3, ... Empty without one.
   std::vector<Hop> chain;
   // Why the chain ends (offwake_chain_end_name: "depth", "interrupt", ...); "" when the

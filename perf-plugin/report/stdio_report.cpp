@@ -19,7 +19,7 @@ std::string human_ns(uint64_t ns) {
 namespace {
 
 std::string chain(const std::vector<Frame>& frames, size_t max_frames = 20) {
-  if (frames.empty()) return "[no stack]";
+  if (frames.empty()) return kNoStack;
   std::string out;
   for (size_t i = 0; i < frames.size() && i < max_frames; ++i) {
     if (i) out += " <- ";
@@ -46,7 +46,7 @@ struct Row {
   double variance = 0;  // --sample-period: of ns
   size_t stacks = 0;    // per thread: the blocked stacks summed
   // A waker with its wakeup chain: the same waker with another chain is another entry.
-  std::map<std::tuple<std::string, std::vector<Frame>, std::vector<Hop>, std::string>, Waker> wakers;
+  std::map<std::tuple<std::string, std::vector<Frame>, bool, std::vector<Hop>, std::string>, Waker> wakers;
 };
 
 // Frames of a hop, on one line with the others: fewer than a stack's.
@@ -67,6 +67,12 @@ void print_chain(FILE* out, const Stack& s) {
 
 // A waker as its line names it: its thread, and its cgroup when it woke from another one
 // than the blocked thread's (a process of another container).
+// The waker's stack, or why it has none when that is known.
+std::string waker_stack(const Stack& s) {
+  if (s.waker_frames.empty() && s.waker_stacks_not_taken) return kWakerStacksNotTaken;
+  return chain(s.waker_frames);
+}
+
 std::string waker_label(const Stack& s) {
   std::string label = s.waker ? thread_label(*s.waker) : "[unknown waker]";
   if (!s.waker_cgroup.empty() && s.waker_cgroup != s.cgroup) label += " (cgroup " + s.waker_cgroup + ")";
@@ -109,7 +115,7 @@ void print_row(FILE* out, const Profile& p, const StdioOptions& o, const Row& r,
   for (size_t i = 0; i < wakers.size() && i < o.wakers_per_stack; ++i) {
     fprintf(out, "  %10s %6.2f%% %8llu %21s    woken by %s: %s\n", human_ns(wakers[i]->ns).c_str(),
             share(wakers[i]->ns, r.ns), static_cast<unsigned long long>(wakers[i]->count), "",
-            wakers[i]->label.c_str(), chain(wakers[i]->first->waker_frames).c_str());
+            wakers[i]->label.c_str(), waker_stack(*wakers[i]->first).c_str());
     print_chain(out, *wakers[i]->first);
   }
   if (wakers.size() > o.wakers_per_stack)
@@ -134,7 +140,7 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
     if (stacks.insert({s.thread, s.frames, s.state}).second) ++r.stacks;
     if (p.wakers_dropped) continue;
     const std::string label = waker_label(s);
-    Waker& w = r.wakers[{label, s.waker_frames, s.chain, s.chain_end}];
+    Waker& w = r.wakers[{label, s.waker_frames, s.waker_stacks_not_taken, s.chain, s.chain_end}];
     w.label = label;
     if (!w.first) w.first = &s;
     w.ns += s.ns;

@@ -13,6 +13,7 @@
 #include "support/paths.h"
 #include "support/perf_script.h"
 #include "support/raw_blocks.h"
+#include "support/report_table.h"
 #include "support/run.h"
 #include "support/tolerances.h"
 #include "support/truth.h"
@@ -287,6 +288,24 @@ TEST(Edges, BlocksWokenBeforeMinBlockKeepTheirTimeAndTheirWaker) {
       EXPECT_EQ(early, 0u) << rec.err;
     else
       EXPECT_GE(static_cast<double>(early), kWokenEarlyShare * static_cast<double>(t.count)) << rec.err;
+    // perf offwake report says why such a waker has no stack: on the waker thread's lines,
+    // lazily for at least kWokenEarlyShare of the time, eagerly never.
+    auto report = run(kOffwake + " report --stdio --tid " + std::to_string(t.tid) + " -i " + data);
+    ASSERT_EQ(report.status, 0) << report.err;
+    const std::string not_taken = "/" + std::to_string(t.waker_tid) + ": [stacks not taken: woken early]";
+    double not_taken_ns = 0;
+    std::istringstream lines(report.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(" woken by ") == std::string::npos || line.find(not_taken) == std::string::npos) continue;
+      std::istringstream cells(line);
+      std::string number, unit;
+      cells >> number >> unit;
+      not_taken_ns += parse_human_ns(number, unit);
+    }
+    if (eager)
+      EXPECT_EQ(not_taken_ns, 0) << report.out;
+    else
+      EXPECT_GE(not_taken_ns, kWokenEarlyShare * static_cast<double>(ns)) << report.out;
   }
 }
 

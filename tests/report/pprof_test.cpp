@@ -309,6 +309,27 @@ TEST(PprofEncoder, OneSamplePerStackWithValuesStackAndLabels) {
                                     {"waker_context", "hardirq"}}));
 }
 
+// A waker named without its stacks (woken before the block reached its threshold) says so in a
+// label; the others have none (above).
+TEST(PprofEncoder, WakerStacksNotTakenIsALabel) {
+  Profile p = pipe_profile();
+  Stack& irq = p.stacks[2];
+  irq.waker = Thread{"[softirq]", 0x7ffffff1, 0x7ffffff1};
+  irq.waker_frames.clear();
+  irq.waker_context = "softirq";
+  irq.waker_stacks_not_taken = true;
+  DecodedProfile d = decode(p);
+  ASSERT_EQ(d.samples.size(), 3u);
+  EXPECT_EQ(d.function_names(d.samples[2]), (Names{"[softirq]", "--", "anon_pipe_read", "wl_wait_for_message", "wl_pipe"}));
+  EXPECT_EQ(labels_of(d.samples[2]), (Labels{{"comm", "wl_pipe"},
+                                             {"pid", "101"},
+                                             {"tid", "101"},
+                                             {"state", "S"},
+                                             {"waker_comm", "[softirq]"},
+                                             {"waker_context", "softirq"},
+                                             {"waker_stacks", "not taken (woken early)"}}));
+}
+
 // A wakeup chain (perf offwake record --chain-depth): every hop's stacks in the locations, as
 // --folded draws them (a "--" between every two stacks, the last waker's comm at the leaf), and
 // labels; a stack of a recording without chains has none of the labels (above).
