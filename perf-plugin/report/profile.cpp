@@ -41,7 +41,7 @@ struct PartsKey {
   uint32_t chain = 0;            // interned hops 2.. (0: none)
   const char* chain_end = "";    // static string
   uint32_t cgroup = 0, waker_cgroup = 0;  // interned paths (0: "")
-  bool waker_early = false;               // Stack::waker_stacks_not_taken
+  bool waker_stacks_not_taken = false;    // as Stack's
   bool operator==(const PartsKey&) const = default;
 };
 
@@ -51,7 +51,7 @@ struct PartsHash {
     for (uint64_t v : {uint64_t{k.thread}, uint64_t{k.frames}, uint64_t{k.waker}, uint64_t{k.waker_frames},
                        reinterpret_cast<uint64_t>(k.state), reinterpret_cast<uint64_t>(k.context),
                        uint64_t{k.chain}, reinterpret_cast<uint64_t>(k.chain_end), uint64_t{k.cgroup},
-                       uint64_t{k.waker_cgroup}, uint64_t{k.waker_early}})
+                       uint64_t{k.waker_cgroup}, uint64_t{k.waker_stacks_not_taken}})
       h = (h ^ v) * 0x100000001B3ull;
     return h;
   }
@@ -62,6 +62,7 @@ struct HopKey {
   uint32_t thread = 0, frames = 0, waker = 0, waker_frames = 0;  // waker 0: none (cut short)
   const char* state = "";                                         // static strings
   const char* context = "";
+  bool waker_stacks_not_taken = false;
   auto operator<=>(const HopKey&) const = default;
 };
 
@@ -116,7 +117,7 @@ class ProfileBuilder : public SampleVisitor {
       key.waker_cgroup = cgroup_id(has_raw && raw->head.waker_cgroup ? raw->head.waker_cgroup : waker->cgroup);
       key.waker_frames = frames_id(*waker);
       key.context = has_raw ? offwake_waker_context(raw->head.waker_flags) : "thread";
-      key.waker_early = has_raw && (raw->head.waker_flags & OFFWAKE_WAKER_EARLY);
+      key.waker_stacks_not_taken = has_raw && (raw->head.waker_flags & OFFWAKE_WAKER_EARLY);
       key.chain = chain_id(raw ? std::span<const OffwakeRawHop>(raw->hops) : std::span<const OffwakeRawHop>(), group);
       if (group.cut_short()) key.chain_end = kChainCutShort;
       else if (group.chain_end) key.chain_end = offwake_chain_end_name(group.chain_end);
@@ -162,10 +163,10 @@ class ProfileBuilder : public SampleVisitor {
       if (k.waker) st.waker = threads_[k.waker];
       st.waker_frames = frame_lists_[k.waker_frames];
       st.waker_context = k.context;
-      st.waker_stacks_not_taken = k.waker_early;
+      st.waker_stacks_not_taken = k.waker_stacks_not_taken;
       for (const HopKey& h : hop_lists_[k.chain]) {
-        Hop hop{threads_[h.thread], frame_lists_[h.frames], h.state, std::nullopt, frame_lists_[h.waker_frames],
-                h.context};
+        Hop hop{threads_[h.thread], frame_lists_[h.frames], h.state, std::nullopt,
+                frame_lists_[h.waker_frames], h.context, h.waker_stacks_not_taken};
         if (h.waker) hop.waker = threads_[h.waker];
         st.chain.push_back(std::move(hop));
       }
@@ -260,6 +261,7 @@ class ProfileBuilder : public SampleVisitor {
         k.waker = thread_id(*h.waker);
         k.waker_frames = frames_id(*h.waker);
         k.context = known ? offwake_waker_context(rh.waker_flags) : "thread";
+        k.waker_stacks_not_taken = known && (rh.waker_flags & OFFWAKE_WAKER_EARLY);
       }
       hops.push_back(k);
     }

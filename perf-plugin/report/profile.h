@@ -47,6 +47,7 @@ struct Hop {
   std::optional<Thread> waker;  // none: the recording ends before this hop's waker sample
   std::vector<Frame> waker_frames;  // leaf first
   std::string waker_context;        // as Stack::waker_context; "" if the raw data does not say
+  bool waker_stacks_not_taken = false;  // as Stack's
   auto operator<=>(const Hop&) const = default;
 };
 

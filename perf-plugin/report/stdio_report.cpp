@@ -18,8 +18,11 @@ std::string human_ns(uint64_t ns) {
 
 namespace {
 
-std::string chain(const std::vector<Frame>& frames, size_t max_frames = 20) {
-  if (frames.empty()) return kNoStack;
+// Frames of a stack on its line; more are cut, " <- ..." saying so.
+constexpr size_t kStackFrames = 20;
+
+std::string chain(const std::vector<Frame>& frames, size_t max_frames = kStackFrames) {
+  if (frames.empty()) return kNoStackLabel;
   std::string out;
   for (size_t i = 0; i < frames.size() && i < max_frames; ++i) {
     if (i) out += " <- ";
@@ -49,6 +52,12 @@ struct Row {
   std::map<std::tuple<std::string, std::vector<Frame>, bool, std::vector<Hop>, std::string>, Waker> wakers;
 };
 
+// A waker's stack, or why it has none when that is known.
+std::string waker_stack(const std::vector<Frame>& frames, bool not_taken, size_t max_frames = kStackFrames) {
+  if (frames.empty() && not_taken) return kStacksNotTakenLabel;
+  return chain(frames, max_frames);
+}
+
 // Frames of a hop, on one line with the others: fewer than a stack's.
 constexpr size_t kHopFrames = 3;
 
@@ -58,7 +67,9 @@ void print_chain(FILE* out, const Stack& s) {
     const Hop& h = s.chain[i];
     std::string line = "hop " + std::to_string(i + 2) + ": " + thread_label(h.thread) + " [" + h.state +
                        "] blocked in " + chain(h.frames, kHopFrames) + ", woken by ";
-    line += h.waker ? thread_label(*h.waker) + " at " + chain(h.waker_frames, kHopFrames) : "[unknown waker]";
+    line += h.waker
+                ? thread_label(*h.waker) + " at " + waker_stack(h.waker_frames, h.waker_stacks_not_taken, kHopFrames)
+                : "[unknown waker]";
     fprintf(out, "  %10s %7s %8s %21s        %s\n", "", "", "", "", line.c_str());
   }
   if (!s.chain_end.empty())
@@ -67,12 +78,6 @@ void print_chain(FILE* out, const Stack& s) {
 
 // A waker as its line names it: its thread, and its cgroup when it woke from another one
 // than the blocked thread's (a process of another container).
-// The waker's stack, or why it has none when that is known.
-std::string waker_stack(const Stack& s) {
-  if (s.waker_frames.empty() && s.waker_stacks_not_taken) return kWakerStacksNotTaken;
-  return chain(s.waker_frames);
-}
-
 std::string waker_label(const Stack& s) {
   std::string label = s.waker ? thread_label(*s.waker) : "[unknown waker]";
   if (!s.waker_cgroup.empty() && s.waker_cgroup != s.cgroup) label += " (cgroup " + s.waker_cgroup + ")";
@@ -113,10 +118,11 @@ void print_row(FILE* out, const Profile& p, const StdioOptions& o, const Row& r,
   for (const auto& [k, w] : r.wakers) wakers.push_back(&w);
   std::stable_sort(wakers.begin(), wakers.end(), [](const Waker* a, const Waker* b) { return a->ns > b->ns; });
   for (size_t i = 0; i < wakers.size() && i < o.wakers_per_stack; ++i) {
+    const Stack& first = *wakers[i]->first;
     fprintf(out, "  %10s %6.2f%% %8llu %21s    woken by %s: %s\n", human_ns(wakers[i]->ns).c_str(),
             share(wakers[i]->ns, r.ns), static_cast<unsigned long long>(wakers[i]->count), "",
-            wakers[i]->label.c_str(), waker_stack(*wakers[i]->first).c_str());
-    print_chain(out, *wakers[i]->first);
+            wakers[i]->label.c_str(), waker_stack(first.waker_frames, first.waker_stacks_not_taken).c_str());
+    print_chain(out, first);
   }
   if (wakers.size() > o.wakers_per_stack)
     fprintf(out, "  %10s %7s %8s %21s    ... and %zu more wakers\n", "", "", "", "", wakers.size() - o.wakers_per_stack);

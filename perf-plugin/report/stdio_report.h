@@ -24,8 +24,8 @@ struct StdioOptions {
 // What a waker line shows where the waker has no stack: none was recorded, or none was taken
 // (Stack::waker_stacks_not_taken: woken before the block reached --min-block or its sampling
 // threshold).
-inline constexpr const char* kNoStack = "[no stack]";
-inline constexpr const char* kWakerStacksNotTaken = "[stacks not taken: woken early]";
+inline constexpr const char* kNoStackLabel = "[no stack]";
+inline constexpr const char* kStacksNotTakenLabel = "[stacks not taken: woken early]";
 
 void print_stdio_report(FILE* out, const Profile& profile, const StdioOptions& options);
 

@@ -449,6 +449,28 @@ TEST_F(Chains, StdioShowsEachHopAndTheEnd) {
   EXPECT_NE(r.out.find("chain ends: unseen\n"), std::string::npos) << r.out;
 }
 
+// Wakers named without their stacks (woken before the block reached its threshold) say so, on
+// the waker's line and a hop's; a waker whose stacks are missing shows "[no stack]".
+TEST(ChainsWokenEarly, StdioSaysTheStacksWereNotTaken) {
+  RelayWriter writer;
+  ASSERT_TRUE(writer.build_table());
+  Aggregate early = RelayWriter::relay(1, OFFWAKE_CHAIN_END_NO_WAKER, 200'000'000, kT1);
+  early.key.waker_flags = OFFWAKE_WAKER_EARLY;
+  early.key.waker_kern_stack_id = early.key.waker_user_stack_id = kNoStack;
+  offwake_hop& hop = early.key.chain.hop[0];
+  hop.waker_flags = OFFWAKE_WAKER_EARLY;
+  hop.waker_kern_stack_id = hop.waker_user_stack_id = kNoStack;
+  Aggregate missing = RelayWriter::relay(0, OFFWAKE_CHAIN_END_UNSEEN, 50'000'000, kT2);
+  missing.key.waker_kern_stack_id = missing.key.waker_user_stack_id = kNoStack;
+  const std::string data = writer.write("early.data", true, {early, missing});
+  auto r = test::run(kOffwake + " report --stdio -i " + data);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("woken by relay2 70002/70002: [stacks not taken: woken early]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", woken by relay1 70001/70001 at [stacks not taken: woken early]\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("woken by relay2 70002/70002: [no stack]\n"), std::string::npos) << r.out;
+}
+
 TEST_F(Chains, PprofAndSvgAreWritten) {
   const std::string pb = writer_->dir.file("chain.pb.gz"), svg = writer_->dir.file("chain.svg");
   auto r = test::run(kOffwake + " report --pprof " + pb + " --svg " + svg + " -i " + data_);
