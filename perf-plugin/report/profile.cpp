@@ -117,7 +117,7 @@ class ProfileBuilder : public SampleVisitor {
       key.waker_cgroup = cgroup_id(has_raw && raw->head.waker_cgroup ? raw->head.waker_cgroup : waker->cgroup);
       key.waker_frames = frames_id(*waker);
       key.context = has_raw ? offwake_waker_context(raw->head.waker_flags) : "thread";
-      key.waker_stacks_not_taken = has_raw && (raw->head.waker_flags & OFFWAKE_WAKER_EARLY);
+      key.waker_stacks_not_taken = has_raw && offwake_waker_stacks_not_taken(raw->head.waker_flags);
       key.chain = chain_id(raw ? std::span<const OffwakeRawHop>(raw->hops) : std::span<const OffwakeRawHop>(), group);
       if (group.cut_short()) key.chain_end = kChainCutShort;
       else if (group.chain_end) key.chain_end = offwake_chain_end_name(group.chain_end);
@@ -261,7 +261,7 @@ class ProfileBuilder : public SampleVisitor {
         k.waker = thread_id(*h.waker);
         k.waker_frames = frames_id(*h.waker);
         k.context = known ? offwake_waker_context(rh.waker_flags) : "thread";
-        k.waker_stacks_not_taken = known && (rh.waker_flags & OFFWAKE_WAKER_EARLY);
+        k.waker_stacks_not_taken = known && offwake_waker_stacks_not_taken(rh.waker_flags);
       }
       hops.push_back(k);
     }

@@ -74,8 +74,10 @@ const char* offwake_waker_context(uint32_t flags) {
   if (flags & OFFWAKE_WAKER_HARDIRQ) return "hardirq";
   if (flags & OFFWAKE_WAKER_SOFTIRQ) return "softirq";
   // A thread named without its stacks (woken before --min-block).
-  if (flags & OFFWAKE_WAKER_EARLY) return "early";
+  if (offwake_waker_stacks_not_taken(flags)) return "early";
   return "thread";
 }
+
+bool offwake_waker_stacks_not_taken(uint32_t flags) { return flags & OFFWAKE_WAKER_EARLY; }
 
 }  // namespace offwake

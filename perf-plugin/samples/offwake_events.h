@@ -47,6 +47,9 @@ const char* offwake_state_letters(uint32_t state);
 // "none" (no wakeup seen), "early" (a thread that woke it before --min-block, named without
 // its stacks; an interrupt then is its context), "still-blocked".
 const char* offwake_waker_context(uint32_t waker_flags);
+// Whether the waker, thread or interrupt, was named without its stacks: it woke the block
+// before --min-block or its --sample-period threshold.
+bool offwake_waker_stacks_not_taken(uint32_t waker_flags);
 
 // Ids above every kernel-assigned id of `others`, so the two cannot collide; the hop events'
 // ids too with `chain`.
