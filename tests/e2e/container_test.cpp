@@ -152,27 +152,12 @@ TEST(Container, OurReportNamesItsFunctionsWithItsTime) {
   auto out = run("PERF_BUILDID_DIR=" + r.cache + " " + kOffwake + " report --stdio -i " + r.data + " --tid " +
                  std::to_string(r.host_child));
   ASSERT_EQ(out.status, 0) << out.err;
-  std::istringstream lines(out.out);
-  std::vector<std::string> rows;
-  for (std::string l; std::getline(lines, l);) rows.push_back(l);
-  double ns = 0;
-  uint64_t count = 0;
-  bool waker_named = false;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].find("woken by") != std::string::npos || rows[i].find(r.truth.function) == std::string::npos) continue;
-    std::istringstream row(rows[i]);
-    std::string total, unit, share, cnt;
-    row >> total >> unit >> share >> cnt;
-    ns += parse_human_ns(total, unit);
-    count += std::stoull(cnt);
-    if (i + 1 < rows.size() && rows[i + 1].find(r.truth.waker_function) != std::string::npos &&
-        rows[i + 1].find("/" + std::to_string(r.host_parent) + ":") != std::string::npos)
-      waker_named = true;
-  }
-  EXPECT_NEAR(ns, static_cast<double>(r.truth.blocked_ns), kBlockedTimeTolerance * static_cast<double>(r.truth.blocked_ns))
+  const TableRows rows = rows_naming(out.out, r.truth.function, r.truth.waker_function, r.host_parent);
+  EXPECT_NEAR(rows.ns, static_cast<double>(r.truth.blocked_ns),
+              kBlockedTimeTolerance * static_cast<double>(r.truth.blocked_ns))
       << out.out;
-  EXPECT_EQ(count, r.truth.count) << out.out;
-  EXPECT_TRUE(waker_named) << out.out;
+  EXPECT_EQ(rows.count, r.truth.count) << out.out;
+  EXPECT_TRUE(rows.waker_seen) << out.out;
 
   auto folded = run("PERF_BUILDID_DIR=" + r.cache + " " + kOffwake + " report --folded -i " + r.data);
   ASSERT_EQ(folded.status, 0) << folded.err;

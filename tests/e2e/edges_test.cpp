@@ -292,16 +292,8 @@ TEST(Edges, BlocksWokenBeforeMinBlockKeepTheirTimeAndTheirWaker) {
     // lazily for at least kWokenEarlyShare of the time, eagerly never.
     auto report = run(kOffwake + " report --stdio --tid " + std::to_string(t.tid) + " -i " + data);
     ASSERT_EQ(report.status, 0) << report.err;
-    const std::string not_taken = "/" + std::to_string(t.waker_tid) + ": [stacks not taken: woken early]";
-    double not_taken_ns = 0;
-    std::istringstream lines(report.out);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.find(" woken by ") == std::string::npos || line.find(not_taken) == std::string::npos) continue;
-      std::istringstream cells(line);
-      std::string number, unit;
-      cells >> number >> unit;
-      not_taken_ns += parse_human_ns(number, unit);
-    }
+    const double not_taken_ns = waker_lines_ns(
+        report.out, "/" + std::to_string(t.waker_tid) + ": [stacks not taken: woken early]");
     if (eager)
       EXPECT_EQ(not_taken_ns, 0) << report.out;
     else

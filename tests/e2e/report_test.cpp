@@ -31,40 +31,6 @@ RunResult report(const Recording& r, const std::string& args) {
   return run(kOffwake + " report -i " + r.data + " " + args);
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// The rows of a --stdio table whose blocked stack names `function`: their time and count
-// summed, and whether a row's waker line under it names `waker_function` in thread `waker_tid`.
-struct TableRows {
-  double ns = 0;
-  uint64_t count = 0;
-  bool waker_seen = false;
-};
-
-TableRows rows_naming(const std::string& table, const std::string& function, const std::string& waker_function,
-                      uint32_t waker_tid) {
-  TableRows t;
-  const auto lines = lines_of(table);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find(function) == std::string::npos || lines[i].find("woken by") != std::string::npos) continue;
-    std::istringstream row(lines[i]);
-    std::string total, unit, share, cnt;
-    row >> total >> unit >> share >> cnt;
-    t.ns += parse_human_ns(total, unit);
-    t.count += std::stoull(cnt);
-    if (i + 1 < lines.size() && lines[i + 1].find("woken by") != std::string::npos &&
-        lines[i + 1].find(waker_function) != std::string::npos &&
-        lines[i + 1].find("/" + std::to_string(waker_tid) + ":") != std::string::npos)
-      t.waker_seen = true;
-  }
-  return t;
-}
-
 TEST(Report, TableShowsTheBlockedStackItsTimeAndItsWaker) {
   const Recording& r = recording("wl_pipe", "");
   ASSERT_EQ(r.record.status, 0) << r.record.err;
