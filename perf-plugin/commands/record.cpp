@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -27,14 +28,23 @@ void on_signal(int) { g_stop = 1; }
 volatile sig_atomic_t g_switch = 0;
 void on_switch_signal(int) { g_switch = 1; }
 
+// A pid or tid as -p and -t take it (at most PID_MAX_LIMIT).
+Result<uint32_t> parse_id(const std::string& item, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long v = strtoul(item.c_str(), &end, 10);
+  if (item.empty() || *end || errno || v == 0 || v > 4194304 /* PID_MAX_LIMIT */)
+    return Error("'" + item + "' is not a " + what);
+  return static_cast<uint32_t>(v);
+}
+
 Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    unsigned long v = strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end || v == 0 || v > 4194304 /* PID_MAX_LIMIT */) return Error("'" + item + "' is not a pid");
-    out.push_back(static_cast<uint32_t>(v));
+    auto pid = parse_id(item, "pid");
+    if (!pid) return pid.error();
+    out.push_back(*pid);
   }
   return ok_status();
 }
@@ -45,7 +55,14 @@ int cmd_record(const std::vector<std::string>& args) {
       flag_option('a', "all-cpus", &o.all_cpus, "system-wide collection (the default without -p, -t or a command)"),
       callback_option('p', "pid", "pid[,pid]", [&](const std::string& v) { return parse_pid_list(v, o.pids); },
                       "record the blocking of these processes (wakers may be anyone)"),
-      uint_option('t', "tid", "tid", &o.tid, "record the blocking of this thread only"),
+      callback_option('t', "tid", "tid",
+                      [&](const std::string& v) -> Status {
+                        auto tid = parse_id(v, "thread id");
+                        if (!tid) return tid.error();
+                        o.tid = *tid;
+                        return ok_status();
+                      },
+                      "record the blocking of this thread only"),
       string_option('o', "output", "file", &o.output, "output file name ('-' for a pipe); default perf.data"),
       flag_option('u', "user-threads-only", &o.user_only, "only user threads block"),
       flag_option(0, "kernel-threads-only", &o.kernel_only, "only kernel threads block"),
@@ -122,6 +139,16 @@ int cmd_record(const std::vector<std::string>& args) {
   if (std::string error = record_usage_error(o); !error.empty()) {
     fprintf(stderr, "perf offwake record: %s\n", error.c_str());
     return kExitUsage;
+  }
+  // As perf record's target check: the narrower target wins, and says so.
+  if (o.tid && !o.pids.empty()) {
+    fprintf(stderr, "perf offwake record: warning: -t overrides -p: only thread %llu is recorded\n",
+            static_cast<unsigned long long>(o.tid));
+    o.pids.clear();
+  }
+  if (o.all_cpus && (o.tid || !o.pids.empty())) {
+    fprintf(stderr, "perf offwake record: warning: %s overrides -a: only its blocking is recorded\n", o.tid ? "-t" : "-p");
+    o.all_cpus = false;
   }
   bpf::set_libbpf_verbosity(o.verbose ? 1 : 0);
 

@@ -54,6 +54,11 @@ static Result<uint32_t> user_stack_copy(const std::string& call_graph) {
   return Error::usage("--call-graph takes fp or dwarf[,SIZE], not '" + call_graph + "'");
 }
 
+namespace {
+constexpr uint64_t kMaxMapEntries = 1u << 24;
+constexpr double kMaxDurationSecs = 1.8e10;  // its nanoseconds fit in 64 bits
+}  // namespace
+
 std::string record_usage_error(const RecordOptions& o) {
   if (auto copy = user_stack_copy(o.call_graph); !copy) return copy.error().message();
   else if (*copy && o.backend != "tracepoint") return "--call-graph dwarf needs --backend tracepoint";
@@ -73,9 +78,23 @@ std::string record_usage_error(const RecordOptions& o) {
     return "--buildid-cache-max must be from 1 to 1048576 MiB (--no-buildid-cache for none)";
   if (o.process_entries == 0 || o.process_entries > (1u << 24))
     return "--process-map-size must be from 1 to 16777216";
+  // Map sizes are 32-bit in the kernel: a larger value must not wrap around.
+  if (o.stack_entries == 0 || o.stack_entries > kMaxMapEntries)
+    return "--stack-storage-size must be from 1 to " + std::to_string(kMaxMapEntries);
+  if (o.map_entries == 0 || o.map_entries > kMaxMapEntries)
+    return "--map-size must be from 1 to " + std::to_string(kMaxMapEntries);
+  if (o.given.count("--max-stack") && (o.max_stack == 0 || o.max_stack > OFFWAKE_MAX_STACK_DEPTH))
+    return "--max-stack must be from 1 to " + std::to_string(OFFWAKE_MAX_STACK_DEPTH);
+  if (!(o.duration <= kMaxDurationSecs)) return "--duration takes 0 (no limit) to 1.8e10 seconds";
   if (std::string e = durations_error(o.min_block_us, o.max_block_us, o.sample_period_us); !e.empty()) return e;
-  if (!o.on_cpu && (o.frequency || o.period || o.event != "cpu-clock")) return "-e, -F and -c go with --on-cpu";
-  if (o.frequency && o.period) return "-F and -c exclude each other";
+  if (!o.on_cpu && (o.given.count("--freq") || o.given.count("--count") || o.given.count("--event")))
+    return "-e, -F and -c go with --on-cpu";
+  if (o.given.count("--freq") && o.given.count("--count")) return "-F and -c exclude each other";
+  if (o.given.count("--freq") && o.frequency == 0) return "-F must be at least 1 Hz";
+  if (o.given.count("--count") && o.period == 0) return "-c must be at least 1";
+  if (auto max = perf_event_max_sample_rate(); max && o.frequency > *max)
+    return "-F " + std::to_string(o.frequency) + " is above kernel.perf_event_max_sample_rate (" +
+           std::to_string(*max) + " Hz)";
   if (SamplingConfig check; o.on_cpu) {
     if (Status s = parse_sampling_event(o.event, check); !s) return s.error().message();
   }
@@ -410,7 +429,14 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   if (opt_.on_cpu) {
     OFFWAKE_TRY(parse_sampling_event(opt_.event, sampling));
     sampling.use_frequency = opt_.period == 0;
-    if (opt_.frequency) sampling.frequency = opt_.frequency;
+    if (opt_.frequency) {
+      sampling.frequency = opt_.frequency;  // checked against the kernel's limit by record_usage_error()
+    } else if (auto max = perf_event_max_sample_rate(); max && *max < sampling.frequency) {
+      // As perf record: the default is lowered to what the kernel allows now.
+      fprintf(stderr, "perf offwake record: kernel.perf_event_max_sample_rate is %llu Hz: --on-cpu samples at that\n",
+              static_cast<unsigned long long>(*max));
+      sampling.frequency = *max;
+    }
     sampling.period = opt_.period;
     sampling.max_stack = static_cast<uint16_t>(source_->stack_depth());
   }

@@ -1,6 +1,15 @@
 #include "tracking/tracking_events.h"
 
+#include <fstream>
+
 namespace offwake {
+
+Result<uint64_t> perf_event_max_sample_rate() {
+  std::ifstream in("/proc/sys/kernel/perf_event_max_sample_rate");
+  uint64_t v = 0;
+  if (!(in >> v)) return Error("reading /proc/sys/kernel/perf_event_max_sample_rate", EIO, ErrorKind::kIo);
+  return v;
+}
 
 Status parse_sampling_event(const std::string& name, SamplingConfig& out) {
   static const struct {

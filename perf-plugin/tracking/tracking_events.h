@@ -30,6 +30,10 @@ struct SamplingConfig {
 // "cpu-clock", "task-clock", "cycles", "instructions", ... into type/config.
 Status parse_sampling_event(const std::string& name, SamplingConfig& out);
 
+// kernel.perf_event_max_sample_rate: the highest frequency a sampling event may ask for (the
+// kernel lowers it when sampling interrupts take too long).
+Result<uint64_t> perf_event_max_sample_rate();
+
 class TrackingEvents {
  public:
   // Opens and mmaps the tracking event (and the sampling event, if any) on every online

@@ -7,6 +7,7 @@
 
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,19 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "--max-block -inf -- true", "option `max-block' expects a finite"},
       {o + "--min-block 1e300 -- true", "--min-block and --max-block take 0 to 1.8e13 microseconds"},
       {o + "--min-block 10 --max-block 5 -- true", "--max-block is below --min-block"},
-      {o + "-t x -- true", "option `tid' expects a non-negative integer, not 'x'"},
-      {o + "-t -1 -- true", "option `tid' expects a non-negative integer, not '-1'"},
+      {o + "--duration 2e10 -- true", "--duration takes 0 (no limit) to 1.8e10 seconds"},
+      {o + "-t x -- true", "option `tid': 'x' is not a thread id"},
+      {o + "-t -1 -- true", "option `tid': '-1' is not a thread id"},
+      {o + "-t 0 -- true", "option `tid': '0' is not a thread id"},
+      // Not taken modulo 2^32 (thread 1), nor any 32-bit value below.
+      {o + "-t 4294967297 -- true", "option `tid': '4294967297' is not a thread id"},
+      {o + "-p 4294967297", "option `pid': '4294967297' is not a pid"},
+      {o + "--map-size 0 -- true", "--map-size must be from 1 to 16777216"},
+      {o + "--map-size 4294967297 -- true", "--map-size must be from 1 to 16777216"},
+      {o + "--stack-storage-size 4294967297 -- true", "--stack-storage-size must be from 1 to 16777216"},
+      {o + "--stack-storage-size 0 -- true", "--stack-storage-size must be from 1 to 16777216"},
+      {o + "--max-stack 0 -- true", "--max-stack must be from 1 to 127"},
+      {o + "--max-stack 4294967296 -- true", "--max-stack must be from 1 to 127"},
       {o + "-p x1", "option `pid': 'x1' is not a pid"},
       {o + "-p 999999999", "not a pid"},
       {o + "--map-size 1.5 -- true", "option `map-size' expects a non-negative integer, not '1.5'"},
@@ -70,6 +82,11 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "-F 99 -- true", "-e, -F and -c go with --on-cpu"},
       {o + "--on-cpu -F 99 -c 1000 -- true", "-F and -c exclude each other"},
       {o + "--on-cpu -F x -- true", "option `freq' expects a non-negative integer"},
+      {o + "--on-cpu -F 0 -- true", "-F must be at least 1 Hz"},
+      {o + "--on-cpu -c 0 -- true", "-c must be at least 1"},
+      {o + "--on-cpu -F 4294967297 -- true", "-F 4294967297 is above kernel.perf_event_max_sample_rate"},
+      {o + "-F 0 -- true", "-e, -F and -c go with --on-cpu"},
+      {o + "-e cpu-clock -- true", "-e, -F and -c go with --on-cpu"},
       {o + "--on-cpu -e no-such-event -- true", "no-such-event"},
       {o + "--max 5 -- true", "Ambiguous option: max (could be --max-block or --max-stack)"},
       {o + "--eager=1 -- true", "option `eager' takes no value"},
@@ -159,6 +176,38 @@ TEST(Options, HelpIsPerfsUsageAndEveryOptionIsDocumented) {
 
 // What libsubcmd brings: an unambiguous abbreviation (--dur), --no-<flag>, combined short
 // flags (-aq) and -oFILE all work as in perf.
+// As perf record's target check: -p and -t override -a, and -t overrides -p, with a warning
+// (the recording is the narrower one); the blocked threads recorded are only the target's (and
+// with -p its children's).
+TEST(Options, OverriddenTargetsAreWarnedAbout) {
+  TempDir dir;
+  const std::string out = dir.file("target.data");
+  for (const auto& [targets, says] : std::vector<std::pair<std::string, std::string>>{
+           {"-a -p $p", "warning: -p overrides -a"},
+           {"-a -t $p", "warning: -t overrides -a"},
+           {"-p 1 -t $p", "warning: -t overrides -p: only thread "}}) {
+    SCOPED_TRACE(targets);
+    // A sleeper that blocks every 20 ms while the recording runs.
+    auto r = run("(while :; do sleep 0.02; done) & p=$!; timeout 60 " + kOffwake + " record -q " + targets +
+                 " --duration 0.5 -o " + out + "; rc=$?; kill $p; echo $p; exit $rc");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    const std::string pid = first_line(r.out);
+    auto s = run("perf script -i " + out + " -F comm,pid,tid,event 2>/dev/null | grep offwake-time | sort -u");
+    ASSERT_EQ(s.status, 0);
+    std::istringstream lines(s.out);
+    int target = 0;
+    for (std::string line; std::getline(lines, line);) {
+      std::string comm, ids;
+      std::istringstream(line) >> comm >> ids;
+      if (ids == pid + "/" + pid) ++target;
+      // -p follows the target's children: its sleeps (not with -t).
+      else EXPECT_TRUE(comm == "sleep" && targets.find("-p $p") != std::string::npos) << s.out;
+    }
+    EXPECT_EQ(target, 1) << "the target's blocks are missing:\n" << s.out;
+  }
+}
+
 TEST(Options, AbbreviationsNegationsAndCombinedFlagsWork) {
   TempDir dir;
   const std::string out = dir.file("abbrev.data");
