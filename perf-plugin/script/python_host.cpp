@@ -3,6 +3,8 @@
 
 #include "script/python_host.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 
@@ -72,6 +74,9 @@ Result<std::unique_ptr<ScriptHost>> ScriptHost::start(const std::string& script,
   FILE* fp = fopen(script.c_str(), "r");
   if (!fp) return Error::from_errno("opening script " + script);
   std::unique_ptr<FILE, int (*)(FILE*)> file(fp, fclose);
+  // fopen() opens a directory too; Python would read it as an empty script.
+  if (struct stat st {}; fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode))
+    return Error("opening script " + script, EISDIR);
 
   if (PyImport_AppendInittab("perf_offwake", init_offwake_module) < 0 ||
       PyImport_AppendInittab("perf_trace_context", init_trace_context_module) < 0)

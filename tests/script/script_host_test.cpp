@@ -148,6 +148,10 @@ TEST_F(ScriptHost, BadInput) {
   auto no_such_script = run(kOffwake + " script -i " + data() + " -s " + dir_->file("none.py"));
   EXPECT_EQ(no_such_script.status, 1);
   EXPECT_NE(no_such_script.err.find("opening script"), std::string::npos);
+  // A directory opens, and would run as an empty script.
+  auto directory = run(kOffwake + " script -i " + data() + " -s " + dir_->path());
+  EXPECT_EQ(directory.status, 1);
+  EXPECT_EQ(directory.err, "perf offwake script: opening script " + dir_->path() + ": Is a directory\n");
 }
 
 TEST_F(ScriptHost, ReadsAStream) {
