@@ -161,6 +161,16 @@ Status write_file(const std::string& path, const void* data, size_t size) {
   return pending.commit(path);
 }
 
+// write_file(), or standard output for "-".
+Status write_output(const std::string& path, const void* data, size_t size) {
+  if (path != "-") return write_file(path, data, size);
+  if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0)
+    return Error::from_errno("writing standard output");
+  return ok_status();
+}
+
+std::string output_name(const std::string& path) { return path == "-" ? "standard output" : path; }
+
 std::string command_line(const Profile& p) {
   std::string cmd;
   for (const auto& a : p.info.host.cmdline) cmd += (cmd.empty() ? "" : " ") + a;
@@ -207,8 +217,9 @@ int cmd_report(const std::vector<std::string>& args) {
                       "recordings summed (--switch-output's windows)"),
       flag_option(0, "stdio", &stdio, "the table of blocked stacks and their wakers (the default)"),
       flag_option(0, "folded", &folded, "folded stacks on standard output (offwake-collapse.py's format)"),
-      string_option(0, "svg", "file", &svg, "write an interactive off-wake flame graph"),
-      string_option(0, "pprof", "file", &pprof, "write a gzipped pprof profile (go tool pprof, Parca, Pyroscope)"),
+      string_option(0, "svg", "file", &svg, "write an interactive off-wake flame graph ('-': standard output)"),
+      string_option(0, "pprof", "file", &pprof,
+                    "write a gzipped pprof profile (go tool pprof, Parca, Pyroscope; '-': standard output)"),
       string_option(0, "unit", "ns|us", &unit, "unit of the folded weights (default ns)"),
       string_option(0, "comm", "comm[,comm...]", &comms, "only these blocked (or sampled) threads' comms"),
       string_option(0, "pid", "pid[,pid...]", &pids, "only these processes"),
@@ -254,6 +265,8 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   if (wallclock && filters.no_waker) filters.no_waker = false;  // wall-clock stacks have no waker anyway
   if (!folded && svg.empty() && pprof.empty()) stdio = true;
+  if (int(stdio) + int(folded) + int(svg == "-") + int(pprof == "-") > 1 && (svg == "-" || pprof == "-"))
+    return usage_error("one output at most goes to standard output ('-'): --stdio, --folded, --svg - or --pprof -");
 
   // Several files (windows of one recording): their blocks summed, as one recording's.
   Profile profile;
@@ -290,15 +303,15 @@ int cmd_report(const std::vector<std::string>& args) {
     uint64_t shown_ns = 0;
     for (const auto& s : stacks) shown_ns += s.value;
     const std::string doc = report::render_flamegraph_svg(stacks, flame_options(profile, input, wallclock));
-    if (Status s = write_file(svg, doc.data(), doc.size()); !s) return fail(s.error().message());
-    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks, %s)\n", svg.c_str(), stacks.size(),
+    if (Status s = write_output(svg, doc.data(), doc.size()); !s) return fail(s.error().message());
+    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks, %s)\n", output_name(svg).c_str(), stacks.size(),
             report::human_ns(shown_ns).c_str());
   }
   if (!pprof.empty()) {
     auto bytes = report::encode_pprof(profile);
     if (!bytes) return fail(bytes.error().message());
-    if (Status s = write_file(pprof, bytes->data(), bytes->size()); !s) return fail(s.error().message());
-    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks)\n", pprof.c_str(), profile.stacks.size());
+    if (Status s = write_output(pprof, bytes->data(), bytes->size()); !s) return fail(s.error().message());
+    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks)\n", output_name(pprof).c_str(), profile.stacks.size());
   }
   return kExitOk;
 }

@@ -72,6 +72,22 @@ TEST_F(ReportPprof, WritesTheFileAndSaysSo) {
   EXPECT_EQ(head, "\x1f\x8b") << "gzip";
 }
 
+// '-' is standard output, as -o - and -i - are: the same bytes, and no file named "-".
+TEST_F(ReportPprof, DashWritesStandardOutput) {
+  TempDir cwd;
+  auto r = run("cd " + cwd.path() + " && " + kOffwake + " report -i " + data_ + " --pprof -");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, read_file(pprof_));
+  EXPECT_NE(r.err.find("perf offwake report: wrote standard output ("), std::string::npos) << r.err;
+  struct stat st {};
+  EXPECT_NE(stat(cwd.file("-").c_str(), &st), 0) << "a file named '-' was written";
+  auto svg = run(kOffwake + " report -i " + data_ + " --svg - --pprof " + cwd.file("p.pb.gz"));
+  ASSERT_EQ(svg.status, 0) << svg.err;
+  EXPECT_EQ(svg.out.rfind("<?xml", 0), 0u) << svg.out.substr(0, 100);
+  EXPECT_NE(svg.out.find("</svg>"), std::string::npos);
+  EXPECT_EQ(read_file(cwd.file("p.pb.gz")), read_file(pprof_));
+}
+
 TEST_F(ReportPprof, AFileThatCannotBeWrittenIsAnError) {
   const std::string bad = dir_->file("no-such-dir/out.pb.gz");
   auto r = run(kOffwake + " report -i " + data_ + " --pprof " + bad);
