@@ -30,6 +30,7 @@
 # sample a 'waker' dict and a 'chain' list (as `perf offwake script -s` does), those are used
 # and the other samples are ignored. A blocked sample without its waker is drawn with the
 # waker "[unknown waker]".
+import os
 import sys
 import zlib
 from collections import defaultdict
@@ -161,10 +162,16 @@ def render_svg(folded, title, width):
 def write_svg(folded):
     folded = {k: v for k, v in folded.items() if v >= args.min and v > 0}
     svg = render_svg(folded, args.title, args.width)
+    # As perf offwake's own outputs: a new 0600 file, complete before it takes the name.
+    tmp = "%s.tmp.%d" % (args.output, os.getpid())
     try:
-        with open(args.output, "w", encoding="utf-8") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(svg)
+        os.replace(tmp, args.output)
     except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         sys.stderr.write("offwake-flamegraph: writing %s: %s\n" % (args.output, e.strerror))
         sys.exit(1)
     sys.stderr.write("offwake-flamegraph: wrote %s (%d stacks, %s)\n"

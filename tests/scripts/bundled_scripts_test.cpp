@@ -3,6 +3,7 @@
 // Their folded stacks, tables and flame graphs must name the workload's blocking function and
 // its waker, with the time the workload measured itself (within 5%).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -222,6 +223,9 @@ TEST_P(Workload, FlamegraphIsSelfContainedSvgWithBothStacks) {
   const std::string svg = r_->dir->file(GetParam() + ".svg");
   auto res = perf_script(*r_, "offwake-flamegraph.py", "-o " + svg);
   ASSERT_EQ(res.status, 0) << res.err;
+  struct stat st {};
+  ASSERT_EQ(stat(svg.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "as perf offwake's own outputs";
   auto titles = svg_titles(svg);
   ASSERT_EQ(titles.status, 0) << "not well-formed: " << titles.err;
   bool separator = false, waker = false;
