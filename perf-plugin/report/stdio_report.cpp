@@ -191,6 +191,11 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
     fprintf(out, "; on-CPU (%s): %s in %llu samples", p.on_cpu_event.c_str(), human_ns(p.on_cpu_ns).c_str(),
             static_cast<unsigned long long>(p.on_cpu_samples));
   fprintf(out, "\n");
+  // Every offwake-time sample of a recording is followed by its waker's: one without is cut
+  // from it (a truncated recording), and shows as [unknown waker].
+  if (p.unpaired)
+    fprintf(out, "# Warning: %llu blocked samples without a waker sample (the recording ends inside them)\n",
+            static_cast<unsigned long long>(p.unpaired));
   if (p.chains_cut_short)
     fprintf(out, "# Warning: %llu wakeup chains are cut short (the recording ends inside them)\n",
             static_cast<unsigned long long>(p.chains_cut_short));

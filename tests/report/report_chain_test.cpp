@@ -551,6 +551,38 @@ TEST(ChainsCutShort, EveryReaderDeliversWhatIsThereAndSaysSo) {
       << dict.out;
 }
 
+// A blocked sample cut from its waker's sample, which always follows it (the file ends right
+// after it; with chains and without): each reader shows it with '[unknown waker]' and says so,
+// the table as offwake-collapse.py does. Its time is kept.
+TEST(ChainsCutShort, ABlockedSampleWithoutItsWakerSampleIsWarnedAbout) {
+  for (const bool chain : {false, true}) {
+    SCOPED_TRACE(chain ? "with chains" : "without chains");
+    RelayWriter w;
+    ASSERT_TRUE(w.build_table());
+    const std::string data = w.write(
+        "nowaker.data", chain,
+        {RelayWriter::relay(0, chain ? OFFWAKE_CHAIN_END_UNSEEN : 0, 50'000'000, kT1),
+         RelayWriter::relay(0, chain ? OFFWAKE_CHAIN_END_IRQ : 0, 70'000'000, kT2)},
+        [](size_t aggregate, size_t sample) { return aggregate == 0 || sample == 0; });
+    auto stdio = test::run(kOffwake + " report --stdio -i " + data);
+    ASSERT_EQ(stdio.status, 0) << stdio.err;
+    EXPECT_NE(stdio.out.find("# Warning: 1 blocked samples without a waker sample (the recording ends inside them)\n"),
+              std::string::npos)
+        << stdio.out;
+    EXPECT_NE(stdio.out.find("woken by [unknown waker]"), std::string::npos) << stdio.out;
+    EXPECT_NE(stdio.out.find("# off-CPU: 120.00 ms in 4 blocks"), std::string::npos) << stdio.out;
+    auto perf = test::run(std::string(test::kDebianPerf) + " script -i " + data + " -s " + kCollapse);
+    ASSERT_EQ(perf.status, 0) << perf.err;
+    EXPECT_NE(perf.err.find("offwake-collapse: 1 blocked samples without a waker sample"), std::string::npos)
+        << perf.err;
+    // A whole recording has none.
+    const std::string whole = w.write("whole.data", chain, {RelayWriter::relay(0, 0, 50'000'000, kT1)});
+    auto fine = test::run(kOffwake + " report --stdio -i " + whole);
+    ASSERT_EQ(fine.status, 0) << fine.err;
+    EXPECT_EQ(fine.out.find("Warning"), std::string::npos) << fine.out;
+  }
+}
+
 // --chain-depth 1: no hop events in the file, the offwake-time raw data's chain field 0, and
 // every reader's output what it always was.
 TEST(ChainsDepthOne, OutputIsTodays) {
