@@ -202,6 +202,15 @@ TEST(Convert, ReadByReportAndBundledScripts) {
   Converted c = stock_then_convert(dir, kPerTask, "wl_pipe -n 5");
   ASSERT_EQ(c.convert.status, 0) << c.convert.err;
   const std::string out = dir.file("offwake.data");
+  // The stock recording itself is refused, with the way to read it: its samples are events,
+  // which would count as on-CPU nanoseconds.
+  const std::string stock = dir.file("stock.data");
+  RunResult unconverted = run(kOffwake + " report --stdio -i " + stock);
+  EXPECT_EQ(unconverted.status, 1);
+  EXPECT_EQ(unconverted.out, "");
+  EXPECT_EQ(unconverted.err, "perf offwake report: " + stock + " holds the scheduler tracepoints, not blocked time: "
+                             "make it a recording of perf offwake with 'perf offwake convert -i " + stock +
+                             " -o OUT' and report OUT\n");
   RunResult report = run(kOffwake + " report --stdio -i " + out);
   EXPECT_EQ(report.status, 0) << report.err;
   EXPECT_NE(report.out.find("wl_wait_for_message"), std::string::npos) << report.out;
