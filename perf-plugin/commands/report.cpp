@@ -38,11 +38,11 @@ Status parse_minimum(const std::string& text, Minimum* out) {
   errno = 0;
   const double v = strtod(text.c_str(), &end);
   if (end == text.c_str() || errno || !std::isfinite(v) || v < 0)
-    return Error::usage("--min '" + text + "': expected a time (1ms, 250us, 2s) or a share (0.5%)", EINVAL);
+    return Error::usage("--min '" + text + "': expected a time (1ms, 250us, 2s) or a share (0.5%)");
   const std::string unit(end);
   static const std::pair<const char*, double> kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
   if (unit == "%") {
-    if (v > 100) return Error::usage("--min '" + text + "': a share is at most 100%", EINVAL);
+    if (v > 100) return Error::usage("--min '" + text + "': a share is at most 100%");
     out->share = v;
     return ok_status();
   }
@@ -52,7 +52,7 @@ Status parse_minimum(const std::string& text, Minimum* out) {
       return ok_status();
     }
   }
-  return Error::usage("--min '" + text + "': expected a time (1ms, 250us, 2s) or a share (0.5%)", EINVAL);
+  return Error::usage("--min '" + text + "': expected a time (1ms, 250us, 2s) or a share (0.5%)");
 }
 
 // "a,b,c" -> {a, b, c}
@@ -71,10 +71,10 @@ Status parse_ids(const std::string& what, const std::string& text, std::set<uint
     errno = 0;
     unsigned long v = strtoul(item.c_str(), &end, 10);
     if (*end || errno || v > 0xffffffffu || item[0] == '-')
-      return Error::usage("--" + what + " '" + item + "': not a number", EINVAL);
+      return Error::usage("--" + what + " '" + item + "': not a number");
     out->insert(static_cast<uint32_t>(v));
   }
-  if (out->empty()) return Error::usage("--" + what + ": an empty list", EINVAL);
+  if (out->empty()) return Error::usage("--" + what + ": an empty list");
   return ok_status();
 }
 
@@ -86,8 +86,7 @@ Status parse_sort(const std::string& text, report::StdioOptions& so) {
                                                                    {"max", report::SortKey::kMax}};
   const std::vector<std::string> keys = split_list(text);
   const auto bad = [&] {
-    return Error::usage("--sort takes one of time, count, avg, max, or cgroup before one of them, not '" + text + "'",
-                        EINVAL);
+    return Error::usage("--sort takes one of time, count, avg, max, or cgroup before one of them, not '" + text + "'");
   };
   size_t i = 0;
   if (!keys.empty() && keys[0] == "cgroup") {

@@ -29,9 +29,9 @@ Result<uint32_t> parse_state_letters(const std::string& s) {
     if (c == 'S') mask |= OFFWAKE_WANT_S;
     else if (c == 'D') mask |= OFFWAKE_WANT_D;
     else if (c == 'I') mask |= OFFWAKE_WANT_I;
-    else return Error::usage("--state takes letters from S, D and I (e.g. SD), not '" + s + "'", EINVAL);
+    else return Error::usage("--state takes letters from S, D and I (e.g. SD), not '" + s + "'");
   }
-  if (!mask) return Error::usage("--state takes letters from S, D and I (e.g. SD)", EINVAL);
+  if (!mask) return Error::usage("--state takes letters from S, D and I (e.g. SD)");
   return mask;
 }
 

@@ -102,6 +102,7 @@ std::string record_usage_error(const RecordOptions& o) {
     return "--chain-depth must be from 1 to " + std::to_string(OFFWAKE_MAX_CHAIN_DEPTH);
   if (o.ringbuf_mb == 0 || (o.ringbuf_mb & (o.ringbuf_mb - 1)) || o.ringbuf_mb > 1024)
     return "--ringbuf-size must be a power of two from 1 to 1024 MiB";
+  if (o.given.count("--ringbuf-size") && !o.timeline) return "--ringbuf-size goes with --timeline";
   if (auto m = parse_state_letters(o.state); !m) return m.error().message();
   if (o.given.count("--switch-output")) {
     if (auto spec = parse_switch_output(o.switch_output); !spec) return spec.error().message();
@@ -720,7 +721,7 @@ Result<RecordOutcome> record_offwake(const RecordOptions& o, const std::vector<s
                                      const std::vector<std::string>& argv, const volatile sig_atomic_t& stop,
                                      int& exec_errno, volatile sig_atomic_t* switch_now) {
   exec_errno = 0;
-  if (std::string usage = record_usage_error(o); !usage.empty()) return Error(usage, EINVAL);
+  if (std::string usage = record_usage_error(o); !usage.empty()) return Error::usage(usage);
   Recorder rec(o, stop, switch_now);
   Status s = rec.run(command, argv);
   exec_errno = rec.exec_errno();

@@ -35,7 +35,7 @@ Result<SwitchOutputSpec> parse_switch_output(const std::string& value) {
       "--switch-output takes signal, a time (10s, 5m, 1h, 1d) or a size (100M; B, K, M, G), not '" + value + "'";
   uint64_t n = 0;
   char unit = 0;
-  if (!number_and_unit(value, n, unit) || n == 0) return Error::usage(usage, EINVAL);
+  if (!number_and_unit(value, n, unit) || n == 0) return Error::usage(usage);
   uint64_t seconds = 0, scale = 0;
   switch (unit) {
     case 's': seconds = 1; break;
@@ -46,7 +46,7 @@ Result<SwitchOutputSpec> parse_switch_output(const std::string& value) {
     case 'K': case 'k': scale = 1ull << 10; break;
     case 'M': scale = 1ull << 20; break;
     case 'G': case 'g': scale = 1ull << 30; break;
-    default: return Error::usage(usage, EINVAL);
+    default: return Error::usage(usage);
   }
   // Times up to a year, sizes up to a terabyte: beyond that, a typo.
   if (seconds) {
@@ -66,7 +66,7 @@ Result<uint64_t> parse_switch_max_files(const std::string& value) {
   errno = 0;
   const unsigned long long n = strtoull(value.c_str(), &end, 10);
   if (value.empty() || *end || errno || value[0] == '-' || n == 0 || n > 1'000'000)
-    return Error::usage("--switch-max-files takes a number of files from 1 to 1000000, not '" + value + "'", EINVAL);
+    return Error::usage("--switch-max-files takes a number of files from 1 to 1000000, not '" + value + "'");
   return static_cast<uint64_t>(n);
 }
 

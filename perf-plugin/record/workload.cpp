@@ -62,7 +62,7 @@ std::string Workload::path_of(const std::string& command) {
 }
 
 Result<Workload> Workload::prepare(const std::vector<std::string>& argv, bool stdout_to_stderr) {
-  if (argv.empty()) return Error::usage("no command to run", EINVAL);
+  if (argv.empty()) return Error::usage("no command to run");
 
   int go[2], err[2];
   if (pipe2(go, O_CLOEXEC) != 0) return Error::from_errno("creating a pipe for the workload");

@@ -363,7 +363,7 @@ std::string bpf_time_text(const Profile& p) {
 
 Result<Profile> load_profile(const std::string& input, const Filters& filters, const Progress& progress) {
   if (filters.kernel_only && filters.user_only)
-    return Error::usage("--kernel-only and --user-only exclude each other", EINVAL);
+    return Error::usage("--kernel-only and --user-only exclude each other");
   auto reader = perfdata::PerfDataReader::open(input);
   if (!reader) return reader.error();
   // The scheduler tracepoints recorded by perf record are events to pair, not times: their

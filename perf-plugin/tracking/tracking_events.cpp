@@ -35,7 +35,7 @@ Status parse_sampling_event(const std::string& name, SamplingConfig& out) {
     }
   }
   return Error::usage("unknown event '" + name + "' (cpu-clock, task-clock, cycles, instructions, ref-cycles, "
-                      "cache-misses, branch-misses)", EINVAL);
+                      "cache-misses, branch-misses)");
 }
 
 // As perf record --all-cgroups sets its tracking event: a cgroup made while recording is

@@ -72,6 +72,7 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "--chain-depth 0 -- true", "--chain-depth must be from 1 to 8"},
       {o + "--chain-depth 9 -- true", "--chain-depth must be from 1 to 8"},
       {o + "--ringbuf-size 3 -- true", "--ringbuf-size must be a power of two"},
+      {o + "--ringbuf-size 4 -- true", "--ringbuf-size goes with --timeline"},
       {o + "--mmap-pages 3 --backend tracepoint -- true", "--mmap-pages must be a power of two"},
       {o + "--mmap-pages 64 --backend bpf -- true", "--mmap-pages sizes the tracepoint back end"},
       {o + "--backend bogus -- true", "--backend takes bpf, tracepoint or auto, not 'bogus'"},
@@ -96,6 +97,21 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "--switch-max-files=3 -- true", "--switch-max-files goes with --switch-output"},
       {o + "--switch-output --switch-max-files=0 -- true", "--switch-max-files takes a number of files from 1"},
   }, dir);
+}
+
+// A usage error found after the parse is its message alone, with no errno text after it.
+TEST(Options, UsageErrorsSayNoErrno) {
+  TempDir dir;
+  const std::string o = "-o " + dir.file("never.data") + " ";
+  for (const std::string& command : std::vector<std::string>{
+           "record " + o + "--state X -- true", "record " + o + "--switch-output=10x -- true",
+        "record " + o + "--on-cpu -e no-such-event -- true", "report --sort bogus", "report --min 5",
+        "report --pid x", "convert -i x.data " + o + "--state Q"}) {
+    SCOPED_TRACE(command);
+    auto r = run(kOffwake + " " + command);
+    EXPECT_EQ(r.status, 129) << r.err;
+    EXPECT_EQ(r.err.find("Invalid argument"), std::string::npos) << r.err;
+  }
 }
 
 TEST(Options, EveryBadReportOptionIsNamed) {
