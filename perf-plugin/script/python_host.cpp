@@ -54,7 +54,8 @@ Error ScriptHost::python_error(const std::string& what) {
     PyErr_Clear();
     exit_status_ = 0;
     if (code && PyLong_Check(code.get())) {
-      exit_status_ = static_cast<int>(PyLong_AsLong(code.get()));
+      // What the process can return of it, as python3 itself exits: sys.exit(300) is 44.
+      exit_status_ = static_cast<int>(PyLong_AsLong(code.get()) & 0xff);
     } else if (code && code.get() != Py_None) {
       PyRef text(PyObject_Str(code.get()));
       if (text) fprintf(stderr, "%s\n", PyUnicode_AsUTF8(text.get()));

@@ -131,6 +131,11 @@ TEST_F(ScriptHost, SyntaxErrorAndSysExit) {
   auto exits = run(kOffwake + " script -i " + data() + " -s " +
                    script("exits.py", "import sys\ndef trace_begin():\n    sys.exit(3)\n"));
   EXPECT_EQ(exits.status, 3) << exits.err;
+  // Beyond a byte, what python3 itself returns.
+  auto wide = run(kOffwake + " script -i " + data() + " -s " +
+                  script("exits300.py", "import sys\ndef trace_begin():\n    sys.exit(300)\n"));
+  EXPECT_EQ(wide.status, 44) << wide.err;
+  EXPECT_NE(wide.err.find("exited with status 44"), std::string::npos) << wide.err;
   auto zero = run(kOffwake + " script -i " + data() + " -s " +
                   script("exit0.py", "import sys\ndef process_event(d):\n    sys.exit(0)\n"));
   EXPECT_EQ(zero.status, 0) << zero.err;
