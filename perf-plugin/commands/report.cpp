@@ -2,6 +2,7 @@
 // prints a table of blocked stacks with their wakers (--stdio, the default), folded stacks
 // (--folded), an interactive off-wake flame graph (--svg) or a pprof profile (--pprof).
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -201,6 +202,7 @@ int usage_error(const std::string& message) {
 }
 
 int cmd_report(const std::vector<std::string>& args) {
+  signal(SIGPIPE, SIG_IGN);  // a closed standard output is a failed write (EPIPE), seen below
   std::vector<std::string> inputs;
   std::string svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids, cgroups;
   bool stdio = false, folded = false, wallclock = false;
@@ -296,21 +298,28 @@ int cmd_report(const std::vector<std::string>& args) {
     fo.wallclock = wallclock;
     for (const auto& line : report::folded_lines(profile, fo)) fputs(line.c_str(), stdout);
   }
-  if (fflush(stdout) != 0) return fail(std::string("writing standard output: ") + strerror(errno));
+  // A reader that went away (report | head) wanted no more: not an error, as with perf report.
+  if (fflush(stdout) != 0 && errno != EPIPE) return fail(std::string("writing standard output: ") + strerror(errno));
   if (!svg.empty()) {
     const std::vector<report::FlameStack> stacks = report::flame_stacks(profile, wallclock);
     uint64_t shown_ns = 0;
     for (const auto& s : stacks) shown_ns += s.value;
     const std::string doc = report::render_flamegraph_svg(stacks, flame_options(profile, input, wallclock));
-    if (Status s = write_output(svg, doc.data(), doc.size()); !s) return fail(s.error().message());
-    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks, %s)\n", output_name(svg).c_str(), stacks.size(),
-            report::human_ns(shown_ns).c_str());
+    if (Status s = write_output(svg, doc.data(), doc.size()); !s) {
+      if (s.error().errnum() != EPIPE) return fail(s.error().message());
+    } else {
+      fprintf(stderr, "perf offwake report: wrote %s (%zu stacks, %s)\n", output_name(svg).c_str(), stacks.size(),
+              report::human_ns(shown_ns).c_str());
+    }
   }
   if (!pprof.empty()) {
     auto bytes = report::encode_pprof(profile);
     if (!bytes) return fail(bytes.error().message());
-    if (Status s = write_output(pprof, bytes->data(), bytes->size()); !s) return fail(s.error().message());
-    fprintf(stderr, "perf offwake report: wrote %s (%zu stacks)\n", output_name(pprof).c_str(), profile.stacks.size());
+    if (Status s = write_output(pprof, bytes->data(), bytes->size()); !s) {
+      if (s.error().errnum() != EPIPE) return fail(s.error().message());
+    } else {
+      fprintf(stderr, "perf offwake report: wrote %s (%zu stacks)\n", output_name(pprof).c_str(), profile.stacks.size());
+    }
   }
   return kExitOk;
 }

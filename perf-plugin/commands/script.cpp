@@ -1,6 +1,8 @@
 // perf offwake script: runs a perf-script-style Python script over a perf.data file or stream,
 // in our own embedded Python (so it works where perf was built without Python), adding the
 // off-wake keys to offwake-time samples.
+#include <signal.h>
+
 #include <cstdio>
 #include <map>
 
@@ -41,6 +43,8 @@ int cmd_script(const std::vector<std::string>& args) {
     fprintf(stderr, "perf offwake script: %s\n", reader.error().message().c_str());
     return kExitFailure;
   }
+  // A closed standard output is a BrokenPipeError in the script (python3 ignores SIGPIPE too).
+  signal(SIGPIPE, SIG_IGN);
   auto host = script::ScriptHost::start(script_path, parsed.rest);
   if (!host) {
     fprintf(stderr, "perf offwake script: %s\n", host.error().message().c_str());

@@ -3,7 +3,9 @@
 
 #include "script/python_host.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -46,6 +48,17 @@ PyObject* init_trace_context_module() { return PyModule_Create(&trace_context_mo
 }  // namespace
 
 Error ScriptHost::python_error(const std::string& what) {
+  if (PyErr_ExceptionMatches(PyExc_BrokenPipeError)) {
+    // The reader of standard output went away (script | head): the script is done, quietly,
+    // as perf script is. What Python still holds for stdout goes nowhere at its exit.
+    PyErr_Clear();
+    if (int null = open("/dev/null", O_WRONLY | O_CLOEXEC); null >= 0) {
+      dup2(null, STDOUT_FILENO);
+      close(null);
+    }
+    exit_status_ = 0;
+    return Error(script_ + ": standard output closed", EPIPE);
+  }
   if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);

@@ -159,6 +159,19 @@ TEST_F(ScriptHost, BadInput) {
   EXPECT_EQ(directory.err, "perf offwake script: opening script " + dir_->path() + ": Is a directory\n");
 }
 
+// A reader of standard output that goes away (script | head) ends the script quietly, status 0,
+// through perf too (a death by SIGPIPE made perf say "FATAL: unable to run 'perf-offwake'").
+TEST_F(ScriptHost, ClosedStandardOutputIsAQuietEnd) {
+  const std::string many = script("many.py", "def trace_end():\n    for i in range(1000000):\n        print(i)\n");
+  auto r = run(kOffwake + " script -i " + data() + " -s " + many + " | head -1; exit ${PIPESTATUS[0]}");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "0\n");
+  EXPECT_EQ(r.err, "");
+  auto report = run(kOffwake + " report --folded -i " + data() + " | head -c 1; exit ${PIPESTATUS[0]}");
+  EXPECT_EQ(report.status, 0) << report.err;
+  EXPECT_EQ(report.err, "");
+}
+
 TEST_F(ScriptHost, ReadsAStream) {
   auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 3 2>/dev/null | " + kOffwake +
                " script -i - -s " + script("count.py", "n = 0\ndef process_event(d):\n    global n\n    n += 1\ndef trace_end():\n    print('samples', n)\n"));
