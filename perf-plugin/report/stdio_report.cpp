@@ -110,8 +110,10 @@ void print_row(FILE* out, const Profile& p, const StdioOptions& o, const Row& r,
   const Stack& s = *r.first;
   fprintf(out, "  %10s", human_ns(r.ns).c_str());
   if (sampled) fprintf(out, " %10s", human_ns(static_cast<uint64_t>(standard_error(r.variance))).c_str());
+  // Sampled, the blocks kept are no fair sample of lengths (a block is kept with probability
+  // length/period): their count does not divide the estimated time into a mean.
   fprintf(out, " %6.2f%% %8llu %10s %10s  ", share(r.ns, p.off_cpu_ns), static_cast<unsigned long long>(r.count),
-          human_ns(r.count ? r.ns / r.count : 0).c_str(), human_ns(r.max_ns).c_str());
+          sampled ? "-" : human_ns(r.count ? r.ns / r.count : 0).c_str(), human_ns(r.max_ns).c_str());
   if (o.per_thread) fprintf(out, "%s: %zu stacks\n", thread_label(s.thread).c_str(), r.stacks);
   else fprintf(out, "%s [%s]: %s\n", thread_label(s.thread).c_str(), s.state.c_str(), chain(s.frames).c_str());
   std::vector<const Waker*> wakers;
@@ -202,7 +204,8 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   if (sampled)
     fprintf(out,
             "# Sampled (--sample-period %s): times are estimates, StdErr their standard error (the true time is "
-            "within 2 of them in 95%% of recordings, 2.6 in 99%%); counts are of the blocks kept\n",
+            "within 2 of them in 95%% of recordings, 2.6 in 99%%); counts are of the blocks kept, Max the longest of "
+            "them; no Avg (the blocks kept are no fair sample of lengths)\n",
             human_ns(p.sample_period_ns).c_str());
   fprintf(out, "#\n");
   if (sampled) fprintf(out, "# %10s %10s", "Total", "StdErr");

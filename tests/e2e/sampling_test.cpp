@@ -68,7 +68,9 @@ std::map<uint32_t, ReportRow> report_per_thread(const std::string& data, std::st
   EXPECT_EQ(r.status, 0) << r.err;
   *text = r.out;
   std::map<uint32_t, ReportRow> out;
-  static const std::regex row(R"(^\s+([\d.]+) (ns|us|ms|s)\s+([\d.]+) (ns|us|ms|s)\s+[\d.]+%\s+\d+ .* \d+/(\d+): \d+ stacks$)");
+  // Total, StdErr, Share, Count, no Avg ("-": the blocks kept are no fair sample of lengths), Max.
+  static const std::regex row(
+      R"(^\s+([\d.]+) (ns|us|ms|s)\s+([\d.]+) (ns|us|ms|s)\s+[\d.]+%\s+\d+\s+-\s+[\d.]+ (?:ns|us|ms|s)  .* \d+/(\d+): \d+ stacks$)");
   size_t start = 0;
   while (start < r.out.size()) {
     const size_t end = r.out.find('\n', start);
