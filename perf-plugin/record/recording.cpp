@@ -27,6 +27,7 @@
 #include "synth/proc_maps.h"
 #include "synth/process_descriptions.h"
 #include "tracking/tracking_events.h"
+#include "unwind/dwarf_unwinder.h"
 
 namespace offwake {
 
@@ -61,7 +62,8 @@ constexpr double kMaxDurationSecs = 1.8e10;  // its nanoseconds fit in 64 bits
 
 std::string record_usage_error(const RecordOptions& o) {
   if (auto copy = user_stack_copy(o.call_graph); !copy) return copy.error().message();
-  else if (*copy && o.backend != "tracepoint") return "--call-graph dwarf needs --backend tracepoint";
+  else if (*copy && o.backend != "tracepoint" && !o.on_cpu)
+    return "--call-graph dwarf needs --on-cpu (its samples' user stacks) or --backend tracepoint";
   if (o.backend != "bpf" && o.backend != "tracepoint" && o.backend != "auto")
     return "--backend takes bpf, tracepoint or auto, not '" + o.backend + "'";
   if (std::string option = bpf_only_option(o); o.backend == "tracepoint" && !option.empty())
@@ -170,6 +172,30 @@ void copy_source_counts(RecordStats& to, const RecordStats& from) {
   to.bpf_time = from.bpf_time;
 }
 
+// a += b, field by field, for a struct of uint64_t counts.
+template <class T>
+void add_counts(T& a, const T& b) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % sizeof(uint64_t) == 0);
+  uint64_t x[sizeof(T) / sizeof(uint64_t)], y[sizeof(T) / sizeof(uint64_t)];
+  std::memcpy(x, &a, sizeof a);
+  std::memcpy(y, &b, sizeof b);
+  for (size_t i = 0; i < std::size(x); ++i) x[i] += y[i];
+  std::memcpy(&a, x, sizeof a);
+}
+
+// What the unwinder of stack copies must know of the processes, from the tracking records:
+// their mappings, forks, execs and exits.
+void follow_processes(unwind::DwarfUnwinder& u, const perfdata::Record& r) {
+  if (const auto* m = std::get_if<perfdata::Mmap2Record>(&r)) {
+    u.mmap(*m);
+  } else if (const auto* t = std::get_if<perfdata::TaskRecord>(&r)) {
+    if (t->exit) u.exit(t->pid, t->tid);
+    else if (t->pid != t->ppid) u.fork(t->ppid, t->pid);  // a new process, not a new thread
+  } else if (const auto* c = std::get_if<perfdata::CommRecord>(&r); c && c->exec) {
+    u.exec(c->pid);
+  }
+}
+
 // a -= b, field by field, for a struct of uint64_t counts.
 template <class T>
 void subtract_counts(T& a, const T& b) {
@@ -245,6 +271,8 @@ class Recorder {
   Status open_source();
   Status drain_tracking();
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
+  Status write_on_cpu(const perfdata::SampleRecord& s);
+  void add_tracking_counts(RecordStats& now) const;
   Status write_aggregates(uint64_t time);
   bool switching() const { return switch_.mode != SwitchOutputSpec::Mode::kOff; }
   bool switch_due();
@@ -265,6 +293,8 @@ class Recorder {
   std::optional<Workload> workload_;
   std::unique_ptr<BlockSource> source_;
   std::optional<TrackingEvents> tracking_;
+  // --on-cpu with --call-graph dwarf: the samples' user stack copies, unwound as they come.
+  std::optional<unwind::DwarfUnwinder> on_cpu_unwinder_;
   // What every file of the recording starts with.
   std::vector<perfdata::EventDesc> events_;
   perfdata::HostInfo host_;
@@ -386,16 +416,34 @@ bool Recorder::wanted_on_cpu(const perfdata::SampleRecord& s) {
   return source_->is_target(s.pid);
 }
 
+// An on-CPU sample goes to the file as it came, or (--call-graph dwarf) with the user frames
+// unwound from its stack copy in its callchain, and the copy left out (the file's event asks
+// for none: drop_user_stack_copy()).
+Status Recorder::write_on_cpu(const perfdata::SampleRecord& s) {
+  if (!on_cpu_unwinder_) return writer_->write(s);
+  perfdata::SampleRecord unwound = s;
+  on_cpu_unwinder_->unwind(unwound.pid, unwound.tid, unwound.user_stack, unwound.callchain);
+  unwound.user_stack = {};
+  return writer_->write(unwound);
+}
+
+// What the tracking events counted, into the back end's counts `now`.
+void Recorder::add_tracking_counts(RecordStats& now) const {
+  now.tracking_undecodable = tracking_->undecodable();
+  if (on_cpu_unwinder_) add_counts(now.user_unwind, on_cpu_unwinder_->counts());
+}
+
 Status Recorder::drain_tracking() {
   auto emit = [this](const perfdata::Record& d) { return write_description(d); };
   return tracking_->drain([&](const perfdata::Record& r) -> Status {
     source_->tracking(r);
+    if (on_cpu_unwinder_) follow_processes(*on_cpu_unwinder_, r);
     if (const auto* s = std::get_if<perfdata::SampleRecord>(&r)) {
       if (!wanted_on_cpu(*s)) return ok_status();
       ++stats_.on_cpu_samples;
       OFFWAKE_TRY(descriptions_->describe(s->pid, emit));
       OFFWAKE_TRY(cgroups_.describe(s->cgroup, emit));
-      return writer_->write(r);
+      return write_on_cpu(*s);
     }
     // A cgroup made while recording: its path, for the samples that name it.
     if (const auto* g = std::get_if<perfdata::CgroupRecord>(&r)) cgroups_.observe(*g);
@@ -440,13 +488,22 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     }
     sampling.period = opt_.period;
     sampling.max_stack = static_cast<uint16_t>(source_->stack_depth());
+    sampling.user_stack_copy = user_stack_copy(opt_.call_graph).value();  // checked by record_usage_error()
+    if (sampling.user_stack_copy)
+      on_cpu_unwinder_.emplace(unwind::DwarfUnwinderOptions{source_->stack_depth(), true});
   }
-  auto tracking = TrackingEvents::open(opt_.on_cpu ? &sampling : nullptr, 128, opt_.namespaces);
+  // Stack copies of every on-CPU sample (8 KiB each by default, 4000 a second a CPU) need
+  // room for the 100 ms between two drains.
+  const unsigned tracking_pages = sampling.user_stack_copy ? 2048 : 128;
+  auto tracking = TrackingEvents::open(opt_.on_cpu ? &sampling : nullptr, tracking_pages, opt_.namespaces);
   if (!tracking) return tracking.error();
   tracking_.emplace(std::move(tracking).value());
 
   events_ = offwake_events(ids_ = pick_event_ids(tracking_->events(), opt_.chain_depth > 1));
-  for (const auto& e : tracking_->events()) events_.push_back(e);
+  for (perfdata::EventDesc e : tracking_->events()) {
+    if (on_cpu_unwinder_) drop_user_stack_copy(e.attr);
+    events_.push_back(std::move(e));
+  }
   host_ = collect_host_info(argv);
 
   // Tracking first, then what already exists: a mapping made in between is seen twice,
@@ -562,7 +619,7 @@ Status Recorder::switch_file(const BlockSource::EventFn& write_event) {
   OFFWAKE_TRY(source_->switch_window(
       [&](std::span<const Aggregate> batch) { return blocks_->write(batch, time); },
       now));
-  now.tracking_undecodable = tracking_->undecodable();
+  add_tracking_counts(now);
   window_source_counts(stats_, now, at_start_);
   at_start_ = now;
   OFFWAKE_TRY(close_file(time));
@@ -708,7 +765,7 @@ Status Recorder::write_description(const perfdata::Record& r) {
 Status Recorder::write_aggregates(uint64_t time) {
   RecordStats now;
   OFFWAKE_TRY(source_->fill_stats(now));
-  now.tracking_undecodable = tracking_->undecodable();
+  add_tracking_counts(now);
   window_source_counts(stats_, now, at_start_);
   at_start_ = now;
   // A batch at a time: a recording of 100,000 keys need not hold them all.

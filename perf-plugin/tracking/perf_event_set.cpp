@@ -16,6 +16,7 @@ extern "C" {
 #include <cstdarg>
 #include <cstring>
 
+#include "callchain/user_regs.h"
 #include "perfdata/record_encoder.h"
 #include "perfdata/sample_encoder.h"
 
@@ -67,6 +68,21 @@ perf_event_attr base_perf_attr(uint32_t type, uint64_t config, uint32_t wakeup_b
   a.use_clockid = 1;
   a.clockid = CLOCK_MONOTONIC;
   return a;
+}
+
+void ask_user_stack_copy(perf_event_attr& a, uint32_t size) {
+  if (!size) return;
+  a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  a.sample_regs_user = kUserRegsMask;
+  a.sample_stack_user = size;
+  a.exclude_callchain_user = 1;
+}
+
+void drop_user_stack_copy(perf_event_attr& a) {
+  a.sample_type &= ~static_cast<uint64_t>(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+  a.sample_regs_user = 0;
+  a.sample_stack_user = 0;
+  a.exclude_callchain_user = 0;
 }
 
 Result<PerfEventSet> PerfEventSet::open(std::vector<perfdata::EventDesc> events, unsigned mmap_pages) {

@@ -23,6 +23,15 @@ namespace offwake {
 // `wakeup_bytes` are waiting.
 perf_event_attr base_perf_attr(uint32_t type, uint64_t config, uint32_t wakeup_bytes = 64 * 1024);
 
+// As perf record --call-graph dwarf,SIZE asks for a user stack: each sample copies the user
+// registers (kUserRegsMask) and SIZE bytes of user stack, and the kernel's callchain stops at
+// the user boundary. No-op for a SIZE of 0.
+void ask_user_stack_copy(perf_event_attr& a, uint32_t size);
+
+// The same event as written to perf.data once its user stacks are unwound into its
+// callchains (by the recorder): no copy, and the callchain no longer stops at the boundary.
+void drop_user_stack_copy(perf_event_attr& a);
+
 class PerfEventSet {
  public:
   // Opens `events` (attr and name; ids are filled in) on every online CPU and maps

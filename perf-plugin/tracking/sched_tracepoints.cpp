@@ -16,13 +16,7 @@ perf_event_attr tracepoint_attr(uint64_t id, const SchedTracepointOptions& o) {
   a.sample_period = 1;
   a.sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW | PERF_SAMPLE_CGROUP;
   a.sample_max_stack = o.max_stack;
-  if (o.user_stack_copy) {
-    // As perf record --call-graph dwarf: the kernel's callchain stops at the user boundary.
-    a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-    a.sample_regs_user = kUserRegsMask;
-    a.sample_stack_user = o.user_stack_copy;
-    a.exclude_callchain_user = 1;
-  }
+  ask_user_stack_copy(a, o.user_stack_copy);
   return a;
 }
 

@@ -64,6 +64,7 @@ static perf_event_attr sampling_attr(const SamplingConfig& c) {
   a.sample_freq = c.use_frequency ? c.frequency : c.period;  // a union with sample_period
   a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CGROUP;
   a.sample_max_stack = c.max_stack;
+  ask_user_stack_copy(a, c.user_stack_copy);
   return a;
 }
 

@@ -25,6 +25,9 @@ struct SamplingConfig {
   uint64_t frequency = 4000;  // Hz, with use_frequency
   uint64_t period = 0;        // events per sample, without
   uint16_t max_stack = 127;
+  // --call-graph dwarf,SIZE: each sample also copies the user registers and SIZE bytes of user
+  // stack (the kernel's user callchain left out), for the recorder to unwind; 0: none.
+  uint32_t user_stack_copy = 0;
 };
 
 // "cpu-clock", "task-clock", "cycles", "instructions", ... into type/config.

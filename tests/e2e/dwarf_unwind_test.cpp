@@ -187,12 +187,16 @@ TEST(DwarfUnwind, TracepointBackEndGivesTheStacksPerfUnwinds) {
   expect_like_stock(r.samples, r.truth[0], r.record.err, stock);
 }
 
-// The BPF back end walks user stacks itself: a stack copy is the tracepoint back end's.
-TEST(DwarfUnwind, CallGraphDwarfNeedsTheTracepointBackEnd) {
+// The BPF back end walks user stacks itself: a stack copy is the tracepoint back end's, or
+// the --on-cpu samples' (OnCpu.DwarfCallGraphUnwindsOnCpuStacksToTheirRoot).
+TEST(DwarfUnwind, CallGraphDwarfNeedsTheTracepointBackEndOrOnCpu) {
   for (std::string backend : {"", "--backend bpf ", "--backend auto "}) {
     RunResult r = run(kOffwake + " record " + backend + "--call-graph dwarf -o /dev/null -- true");
     EXPECT_EQ(r.status, 129) << backend;
-    EXPECT_EQ(r.err, "perf offwake record: --call-graph dwarf needs --backend tracepoint\n") << backend;
+    EXPECT_EQ(r.err,
+              "perf offwake record: --call-graph dwarf needs --on-cpu (its samples' user stacks) or --backend "
+              "tracepoint\n")
+        << backend;
   }
   for (std::string bad : {"lbr", "dwarf,0", "dwarf,65536", "dwarf,x"}) {
     RunResult r = run(kOffwake + " record --backend tracepoint --call-graph " + bad + " -o /dev/null -- true");

@@ -105,6 +105,44 @@ TEST(OnCpu, WallclockScriptSumsBothInNanoseconds) {
   EXPECT_NE(folded.err.find("offwake-wallclock: on-CPU"), std::string::npos) << folded.err;
 }
 
+// --call-graph dwarf: the on-CPU samples copy the user stack, which the recorder unwinds with
+// the binaries' CFI. Through Debian's libc, built without frame pointers, the kernel's walk
+// stops at __libc_start_call_main; unwound, the stacks reach _start, as the off-CPU ones do,
+// so that both trees of --wallclock share their root. Read by Debian's perf, with the copies
+// left out of the file.
+TEST(OnCpu, DwarfCallGraphUnwindsOnCpuStacksToTheirRoot) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto rec = run(kOffwake + " record --on-cpu --call-graph dwarf -o " + data + " -- " + kWorkloads + "wl_spin_block");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  EXPECT_NE(rec.err.find("on-CPU; 0 perf records lost"), std::string::npos) << rec.err;
+  EXPECT_NE(rec.err.find("user stacks unwound from stack copies"), std::string::npos) << rec.err;
+  auto truth = parse_truth(rec.out);
+  ASSERT_EQ(truth.size(), 1u) << rec.out;
+
+  auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+  ASSERT_EQ(script.status, 0);
+  EXPECT_EQ(script.err, "");
+  uint64_t on_cpu = 0, spin = 0, spin_rooted = 0, samples = 0;
+  for (const auto& s : parse_perf_script(script.out)) {
+    if (s.tid != truth[0].tid || s.event != "cpu-clock" || s.frames.empty()) continue;
+    on_cpu += s.period;
+    if (s.frames[0].sym != "wl_spin_for") continue;
+    ++samples;
+    spin += s.period;
+    if (s.has_frame("main") && s.frames.back().sym == "_start") spin_rooted += s.period;
+  }
+  // As without copies (SpinningAndBlockingFunctionsInTheirOwnEvents): the thread's CPU time,
+  // most of it in wl_spin_for; and now nearly all of that with its whole stack.
+  ASSERT_GT(samples, 100u) << "too few on-CPU samples in wl_spin_for";
+  expect_near(on_cpu, spin_truth(rec.out), kOnCpuSampledTolerance, "on-CPU ns (cpu-clock sampling)");
+  EXPECT_GT(spin, on_cpu * 8 / 10);
+  EXPECT_GE(spin_rooted, spin * 95 / 100) << "on-CPU time in wl_spin_for whose stack reaches _start";
+  auto header = run("perf evlist -v -i " + data);
+  EXPECT_EQ(header.out.find("sample_stack_user"), std::string::npos) << "the file asks for stack copies:\n"
+                                                                      << header.out;
+}
+
 TEST(OnCpu, OptionErrors) {
   auto no_on_cpu = run(kOffwake + " record -F 99 -- true");
   EXPECT_EQ(no_on_cpu.status, 129);
