@@ -2,7 +2,6 @@
 
 #include <ctime>
 
-#include "callchain/user_regs.h"
 
 namespace offwake::sched {
 
