@@ -46,7 +46,7 @@ struct UserUnwindCounts {
                                 // unwinding needs
   uint64_t empty_copy = 0;      // not unwound: nothing copied (the pc alone is given)
   uint64_t no_mapping = 0;      // not unwound: the pc is in no usable file mapping (JIT code,
-                                // [vdso], a file gone or rebuilt): the pc alone is given
+                                // a file gone or rebuilt): the pc alone is given
   uint64_t files_unusable = 0;  // mapped files that could not be read or whose build id differs
                                 // from the recording's, once per process
   uint64_t frames = 0;          // user frames given

@@ -1,7 +1,6 @@
 #include "symbolize/dso.h"
 
 #include <elf.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "symbolize/elf_symbols.h"
 #include "synth/build_id_dir.h"
 #include "synth/kernel_maps.h"
+#include "synth/own_vdso.h"
 
 namespace offwake::symbolize {
 namespace {
@@ -27,36 +27,6 @@ bool is_regular_file(const std::string& path) {
 std::string dir_of(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
-
-// This process's own vDSO, saved to a private temporary file once, as perf does: on the same
-// kernel it is the vDSO of every process (the build id check below makes sure). Empty if it
-// cannot be had.
-const std::string& own_vdso_file() {
-  static const std::string path = [] {
-    const auto* base = reinterpret_cast<const unsigned char*>(getauxval(AT_SYSINFO_EHDR));
-    if (!base) return std::string();
-    const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
-    const auto* ph = reinterpret_cast<const Elf64_Phdr*>(base + eh->e_phoff);
-    // The image ends with its section headers, past the loaded segment: without them the
-    // copy has no .dynsym to name a frame by.
-    size_t size = eh->e_shoff + static_cast<size_t>(eh->e_shnum) * eh->e_shentsize;
-    for (int i = 0; i < eh->e_phnum; ++i)
-      if (ph[i].p_type == PT_LOAD) size = std::max<size_t>(size, ph[i].p_offset + ph[i].p_filesz);
-    char tmpl[] = "/tmp/perf-offwake-vdso.so-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd < 0) return std::string();
-    bool ok = size > 0 && write(fd, base, size) == static_cast<ssize_t>(size);
-    close(fd);
-    if (!ok) {
-      unlink(tmpl);
-      return std::string();
-    }
-    std::string p = tmpl;
-    std::atexit([] { unlink(own_vdso_file().c_str()); });
-    return p;
-  }();
-  return path;
 }
 
 // The files perf tries for a DSO's symbols, in its order: the debuglink file, the build-id
@@ -91,7 +61,7 @@ std::vector<std::string> candidates(const std::string& name, const perfdata::Bui
     out.push_back("/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug");
   }
   if (!name.empty() && name[0] == '/') out.push_back(name);
-  if (name == "[vdso]" && !own_vdso_file().empty()) out.push_back(own_vdso_file());
+  if (name == kVdsoName && !own_vdso_file().empty()) out.push_back(own_vdso_file());
   return out;
 }
 

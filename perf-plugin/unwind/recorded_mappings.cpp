@@ -4,17 +4,21 @@
 
 #include <iterator>
 
+#include "synth/own_vdso.h"
 #include "synth/proc_maps.h"
 
 namespace offwake::unwind {
 
 namespace {
 
-// A file that can be opened by its name: not anonymous memory, [vdso] or [stack], nor a file
-// deleted since it was mapped.
-bool is_file(const std::string& path) {
+// The file that holds the code of a mapping named `path`, if one can be opened: the file of
+// that name (not anonymous memory or [stack], nor a file deleted since it was mapped), or for
+// the vDSO our own copy of it. Empty if none.
+std::string code_file(const std::string& path) {
   constexpr std::string_view kDeleted = " (deleted)";
-  return !path.empty() && path[0] == '/' && !path.ends_with(kDeleted);
+  if (path == kVdsoName) return own_vdso_file();
+  if (!path.empty() && path[0] == '/' && !path.ends_with(kDeleted)) return path;
+  return "";
 }
 
 }  // namespace
@@ -32,8 +36,9 @@ void RecordedMappings::read_proc(uint32_t pid, Process& p) {
   auto maps = read_proc_maps(static_cast<pid_t>(pid));
   if (!maps) return;  // gone: its stacks have no mappings
   for (const ProcMapping& m : *maps) {
-    if (m.perms.size() < 3 || m.perms[2] != 'x' || !is_file(m.path)) continue;
-    p.by_start[m.start] = RecordedMapping{m.start, m.end, m.pgoff, m.path, {}};
+    const std::string file = code_file(m.path);
+    if (m.perms.size() < 3 || m.perms[2] != 'x' || file.empty()) continue;
+    p.by_start[m.start] = RecordedMapping{m.start, m.end, m.pgoff, file, {}};
   }
 }
 
@@ -65,8 +70,9 @@ void RecordedMappings::mmap(const perfdata::Mmap2Record& m) {
   if (m.len == 0 || (m.cpumode & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) return;
   Process& p = process(m.pid);
   remove_overlaps(p, m.start, m.start + m.len);
-  if (!(m.prot & PROT_EXEC) || !is_file(m.filename)) return;
-  p.by_start[m.start] = RecordedMapping{m.start, m.start + m.len, m.pgoff, m.filename, m.build_id};
+  const std::string file = code_file(m.filename);
+  if (!(m.prot & PROT_EXEC) || file.empty()) return;
+  p.by_start[m.start] = RecordedMapping{m.start, m.start + m.len, m.pgoff, file, m.build_id};
 }
 
 void RecordedMappings::fork(uint32_t parent_pid, uint32_t child_pid) {

@@ -20,7 +20,7 @@ namespace offwake::unwind {
 
 struct RecordedMapping {
   uint64_t start = 0, end = 0, pgoff = 0;
-  std::string path;
+  std::string path;  // of the file with the code: for the vDSO, our own copy (own_vdso_file())
   perfdata::BuildId build_id;  // the recording's, when it has one
 };
 

@@ -143,6 +143,28 @@ TEST(OnCpu, DwarfCallGraphUnwindsOnCpuStacksToTheirRoot) {
                                                                       << header.out;
 }
 
+// The vDSO has no file: the unwinder reads the CFI of our own copy of it (the same image on
+// this kernel). wl_vdso spends its time in __vdso_clock_gettime, called from wl_vdso_spin.
+TEST(OnCpu, DwarfCallGraphUnwindsThroughTheVdso) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto rec = run(kOffwake + " record --on-cpu --call-graph dwarf -o " + data + " -- " + kWorkloads + "wl_vdso -m 500");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+  ASSERT_EQ(script.status, 0);
+  uint64_t in_vdso = 0, rooted = 0, samples = 0;
+  for (const auto& s : parse_perf_script(script.out)) {
+    if (s.comm != "wl_vdso" || s.event != "cpu-clock" || s.frames.empty()) continue;
+    if (s.frames[0].sym != "__vdso_clock_gettime") continue;
+    ++samples;
+    in_vdso += s.period;
+    if (s.has_frame("wl_vdso_spin") && s.frames.back().sym == "_start") rooted += s.period;
+  }
+  // 500 ms of spinning, most of it in the vDSO: at 4000 Hz, over a thousand samples.
+  ASSERT_GT(samples, 1000u) << "too few on-CPU samples in __vdso_clock_gettime";
+  EXPECT_GE(rooted, in_vdso * 95 / 100) << "on-CPU time in the vDSO whose stack reaches wl_vdso_spin and _start";
+}
+
 TEST(OnCpu, OptionErrors) {
   auto no_on_cpu = run(kOffwake + " record -F 99 -- true");
   EXPECT_EQ(no_on_cpu.status, 129);

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "callchain/user_regs.h"
+#include "synth/own_vdso.h"
 #include "synth/proc_maps.h"
 #include "unwind/self_dump.h"
 
@@ -223,13 +224,17 @@ perfdata::Mmap2Record exec_map(uint32_t pid, uint64_t start, uint64_t len, const
 TEST(RecordedMappings, OverlapsReplaceForkCopiesExecClears) {
   RecordedMappings maps(false);
   maps.mmap(exec_map(10, 0x1000, 0x3000, "/lib/a.so"));
-  maps.mmap(exec_map(10, 0x8000, 0x1000, "[vdso]"));                    // no file: not kept
+  maps.mmap(exec_map(10, 0x7000, 0x1000, "[stack]"));                   // no file: not kept
+  maps.mmap(exec_map(10, 0x8000, 0x1000, "[vdso]"));                    // no file, but ours
   maps.mmap(exec_map(10, 0x9000, 0x1000, "/lib/data", PROT_READ));      // not executable
   maps.mmap(exec_map(10, 0xa000, 0x1000, "/lib/gone.so (deleted)"));   // cannot be opened
   ASSERT_NE(maps.find(10, 0x2000), nullptr);
   EXPECT_EQ(maps.find(10, 0x2000)->path, "/lib/a.so");
   EXPECT_EQ(maps.find(10, 0x4000), nullptr);
-  EXPECT_EQ(maps.find(10, 0x8000), nullptr);
+  EXPECT_EQ(maps.find(10, 0x7000), nullptr);
+  ASSERT_NE(maps.find(10, 0x8000), nullptr);
+  EXPECT_EQ(maps.find(10, 0x8000)->path, own_vdso_file());
+  EXPECT_NE(own_vdso_file(), "");
   EXPECT_EQ(maps.find(10, 0x9000), nullptr);
   EXPECT_EQ(maps.find(10, 0xa000), nullptr);
   const uint64_t before = maps.generation(10);
