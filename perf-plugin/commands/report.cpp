@@ -289,7 +289,16 @@ int cmd_report(const std::vector<std::string>& args) {
   const uint64_t whole = profile.off_cpu_ns + (wallclock ? profile.on_cpu_ns : 0);
   const uint64_t min_ns =
       minimum.share > 0 ? static_cast<uint64_t>(std::ceil(minimum.share / 100.0 * static_cast<double>(whole))) : minimum.ns;
-  if (min_ns) std::erase_if(profile.stacks, [&](const report::Stack& s) { return s.ns < min_ns; });
+  if (min_ns) {
+    std::erase_if(profile.stacks, [&](const report::Stack& s) {
+      if (s.ns >= min_ns) return false;
+      if (s.kind == report::Kind::kOffCpu) {
+        ++profile.below_min_stacks;
+        profile.below_min_ns += s.ns;
+      }
+      return true;
+    });
+  }
 
   if (stdio) print_stdio_report(stdout, profile, so);
   if (folded) {

@@ -107,6 +107,9 @@ struct Profile {
   uint64_t chains_cut_short = 0;  // offwake-time samples followed by fewer hops than announced
   uint64_t stray_hop_samples = 0; // offwake-hop-* samples that follow no offwake-time sample
   bool wakers_dropped = false;  // loaded with Filters::no_waker
+  // Off-CPU stacks (and their time) left out of every output by report --min; the totals
+  // above keep them, so that shares stay shares of the whole.
+  uint64_t below_min_stacks = 0, below_min_ns = 0;
   // --sample-period: the period (the largest, if inputs differ), and the estimated variance
   // of off_cpu_ns; 0 for an exact recording.
   uint64_t sample_period_ns = 0;

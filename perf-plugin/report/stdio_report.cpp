@@ -189,6 +189,9 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   fprintf(out, "# off-CPU: %s", human_ns(p.off_cpu_ns).c_str());
   if (sampled) fprintf(out, " +- %s", human_ns(static_cast<uint64_t>(standard_error(p.off_cpu_variance))).c_str());
   fprintf(out, " in %llu blocks, %zu blocked stacks", static_cast<unsigned long long>(p.blocks), stacks.size());
+  if (p.below_min_stacks)
+    fprintf(out, " (and %llu stacks below --min, %s, left out)", static_cast<unsigned long long>(p.below_min_stacks),
+            human_ns(p.below_min_ns).c_str());
   if (p.on_cpu_samples)
     fprintf(out, "; on-CPU (%s): %s in %llu samples", p.on_cpu_event.c_str(), human_ns(p.on_cpu_ns).c_str(),
             static_cast<unsigned long long>(p.on_cpu_samples));

@@ -357,6 +357,11 @@ TEST(Report, MinimumKeepsExactlyTheStacksAboveIt) {
     ASSERT_FALSE(big.empty());
     EXPECT_EQ(big, subset(all, [&](const std::string& l) { return weight(l) >= c.ns; }));
     EXPECT_LT(big.size(), all.size());
+    // The table's header says what --min left out: those lines, by number.
+    const std::string table = report(w, "--stdio --min " + c.min).out;
+    EXPECT_NE(table.find(" (and " + std::to_string(all.size() - big.size()) + " stacks below --min, "),
+              std::string::npos)
+        << table.substr(0, 600);
     // The waiter's blocks are one stack of 200 ms (one waker, one waker stack): kept. A block
     // without its waker or its switch-in (as rarely as the truth allows: max_missed_ns) is a
     // line of its own, under 20 ms, and left out with it (beside a nice-19 build: 190.4 ms of
