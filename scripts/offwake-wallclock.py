@@ -45,7 +45,8 @@ def process_event(param_dict):
 
 
 def trace_end():
-    for stack, ns in sorted(totals.items(), key=lambda kv: kv[1], reverse=True):
+    # Largest first; equal weights by stack text, as perf offwake report --wallclock --folded.
+    for stack, ns in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])):
         if ns >= minimum:
             print("%s %d" % (stack, ns))
     for name, n in sorted(skipped.items()):

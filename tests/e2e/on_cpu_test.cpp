@@ -103,6 +103,10 @@ TEST(OnCpu, WallclockScriptSumsBothInNanoseconds) {
   expect_near(spin, spin_truth(rec.out), kOnCpuSampledTolerance, "on-CPU ns in wl_spin_for");
   expect_near(block, truth[0].blocked_ns, kBlockedTimeTolerance, "off-CPU ns in wl_block_for");
   EXPECT_NE(folded.err.find("offwake-wallclock: on-CPU"), std::string::npos) << folded.err;
+  // Our report prints the same lines, in the same order (equal weights by their text).
+  auto ours = run(kOffwake + " report --wallclock --folded -i " + data);
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  EXPECT_EQ(ours.out, folded.out);
 }
 
 // --call-graph dwarf: the on-CPU samples copy the user stack, which the recorder unwinds with
