@@ -33,13 +33,16 @@
 # host gives the blocked sample a 'waker' dict and a 'chain' list (as `perf offwake script -s`
 # does), those are used and the other samples are ignored. A blocked sample without its waker
 # is folded with the waker "[unknown waker]", and so is a hop of a chain cut short that lost
-# its waker.
+# its waker. A waker named without its stacks (woken before its block reached --min-block or
+# its sampling threshold: the raw data's waker flags say so) has "[stacks not taken: woken
+# early]" in their place, a hop's too.
 # Runs in perf's own Python (perf script -s) and in `perf offwake script -s`.
 import sys
 from collections import defaultdict
 
 from offwake_stacks import (SEPARATOR, UNKNOWN_WAKER, ArgumentParser, WakerPairing, folded_comm,
-                            add_only_options, frames_root_first, thread_of)
+                            add_only_options, frames_root_first, thread_of, waker_frames,
+                            wakers_not_taken)
 
 
 def parse_args(argv):
@@ -79,6 +82,7 @@ def blocked_of(param_dict):
         "name": thread_name(thread_of(param_dict)),
         "frames": frames(param_dict.get("callchain")),
         "period": param_dict.get("sample", {}).get("period", 0),
+        "not_taken": wakers_not_taken(param_dict),
     }
 
 
@@ -89,14 +93,15 @@ def fold(blocked, waker, hops):
         unpaired += 1
         parts.append(UNKNOWN_WAKER)
     else:
-        parts += list(reversed(frames(waker.get("callchain"))))
+        not_taken = blocked["not_taken"]
+        parts += waker_frames(list(reversed(frames(waker.get("callchain")))), not_taken, 1)
         last = thread_name(waker)
-        for hop_blocked, hop_waker in hops:
+        for hop, (hop_blocked, hop_waker) in enumerate(hops, 2):
             parts += [SEPARATOR] + frames(hop_blocked.get("callchain")) + [SEPARATOR]
             if hop_waker is None:
                 last = UNKNOWN_WAKER
                 break
-            parts += list(reversed(frames(hop_waker.get("callchain"))))
+            parts += waker_frames(list(reversed(frames(hop_waker.get("callchain")))), not_taken, hop)
             last = thread_name(hop_waker)
         parts.append(last)
     totals[";".join(parts)] += blocked["period"]

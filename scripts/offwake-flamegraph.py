@@ -36,7 +36,7 @@ import zlib
 from collections import defaultdict
 
 from offwake_stacks import (SEPARATOR, UNKNOWN_WAKER, ArgumentParser, WakerPairing, folded_comm,
-                            add_only_options, frames_root_first, human)
+                            add_only_options, frames_root_first, human, waker_frames, wakers_not_taken)
 
 UNDER_PERF = "perf_trace_context" in sys.builtin_module_names
 
@@ -208,25 +208,25 @@ samples = defaultdict(int)
 
 
 def blocked_of(param_dict):
-    """(comm and the frames root first, period)"""
+    """(comm and the frames root first, period, wakers_not_taken)"""
     return ((folded_comm(param_dict.get("comm")),) + frames(param_dict.get("callchain")),
-            param_dict.get("sample", {}).get("period", 0))
+            param_dict.get("sample", {}).get("period", 0), wakers_not_taken(param_dict))
 
 
 def add(blocked, waker, hops):
-    stack, period = blocked
+    stack, period, not_taken = blocked
     stack += (SEPARATOR,)
     if waker is None:
         samples[stack + (UNKNOWN_WAKER,)] += period
         return
-    stack += frames(waker.get("callchain"))[::-1]
+    stack += tuple(waker_frames(frames(waker.get("callchain"))[::-1], not_taken, 1))
     last = folded_comm(waker.get("comm"))
-    for hop_blocked, hop_waker in hops:
+    for hop, (hop_blocked, hop_waker) in enumerate(hops, 2):
         stack += (SEPARATOR,) + frames(hop_blocked.get("callchain")) + (SEPARATOR,)
         if hop_waker is None:
             last = UNKNOWN_WAKER
             break
-        stack += frames(hop_waker.get("callchain"))[::-1]
+        stack += tuple(waker_frames(frames(hop_waker.get("callchain"))[::-1], not_taken, hop))
         last = folded_comm(hop_waker.get("comm"))
     samples[stack + (last,)] += period
 

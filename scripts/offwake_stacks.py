@@ -24,6 +24,10 @@ HOP_BLOCKED_EVENT = "offwake-hop-blocked"
 HOP_WAKER_EVENT = "offwake-hop-waker"
 FOLLOWER_EVENTS = (WAKER_EVENT, HOP_BLOCKED_EVENT, HOP_WAKER_EVENT)  # come after offwake-time
 UNKNOWN_WAKER = "[unknown waker]"
+# Where the stacks of a waker named without them would be: one that woke its block before the
+# block reached --min-block or its sampling threshold (perf offwake report --folded's too).
+STACKS_NOT_TAKEN = "[stacks not taken: woken early]"
+WAKER_EARLY = 0x80  # OFFWAKE_WAKER_EARLY of the raw data's waker flags (bpf-progs/offwake.h)
 SEPARATOR = "--"
 KERNEL_START = 1 << 63  # kernel text lives in the upper half of the address space
 
@@ -85,6 +89,35 @@ def announced_hops(param_dict):
     if not raw or len(raw) < 32:
         return 0
     return struct.unpack_from("<I", raw, 28)[0] & 0xFF
+
+
+def wakers_not_taken(param_dict):
+    """Per hop, hop 1 first, whether the offwake-time sample's raw data says that hop's waker
+    was named without its stacks (WAKER_EARLY). The layout is perf-plugin/samples/offwake_raw.h's:
+    u32 version, u32 state, u64 count, u64 max_ns, u32 waker_flags, u32 chain (hops in bits
+    0-7); a head of 32 (version 1), 56 (2) or 64 bytes (3 and later); then per further hop u32
+    state, u32 waker_flags."""
+    raw = param_dict.get("raw_buf")
+    if not raw or len(raw) < 32:
+        return []
+    version, = struct.unpack_from("<I", raw, 0)
+    head = 32 if version < 2 else 56 if version == 2 else 64
+    waker_flags, chain = struct.unpack_from("<II", raw, 24)
+    flags = [waker_flags]
+    for i in range(chain & 0xFF):
+        at = head + 8 * i + 4
+        if at + 4 > len(raw):
+            break
+        flags.append(struct.unpack_from("<I", raw, at)[0])
+    return [bool(f & WAKER_EARLY) for f in flags]
+
+
+def waker_frames(frames, not_taken, hop):
+    """A waker's frames as the folded stacks show them: STACKS_NOT_TAKEN alone for one named
+    without its stacks (hop `hop`, 1 for the waker, of wakers_not_taken's list `not_taken`)."""
+    if not frames and hop <= len(not_taken) and not_taken[hop - 1]:
+        return [STACKS_NOT_TAKEN]
+    return frames
 
 
 def hops_of_chain(chain):

@@ -20,6 +20,7 @@ FlameKind kind_of(PathPart part, const Frame* f) {
     case PathPart::kBlocked: return kind_of(*f, false);
     case PathPart::kSeparator: return FlameKind::kSeparator;
     case PathPart::kWaker: return kind_of(*f, true);
+    case PathPart::kNotTaken: return FlameKind::kWakerThread;  // a name about the waker, not a frame
     default: return FlameKind::kWakerThread;
   }
 }

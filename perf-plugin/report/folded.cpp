@@ -25,7 +25,8 @@ void walk_offwake_path(const Stack& s, bool with_waker,
   auto blocked = [&](const std::vector<Frame>& frames) {
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) part(folded_frame(it->name), PathPart::kBlocked, &*it);
   };
-  auto waker = [&](const std::vector<Frame>& frames) {
+  auto waker = [&](const std::vector<Frame>& frames, bool not_taken) {
+    if (frames.empty() && not_taken) part(kStacksNotTaken, PathPart::kNotTaken, nullptr);
     for (const Frame& f : frames) part(folded_frame(f.name), PathPart::kWaker, &f);
   };
   part(folded_comm(s.thread.comm), PathPart::kThread, nullptr);
@@ -33,14 +34,14 @@ void walk_offwake_path(const Stack& s, bool with_waker,
   if (s.kind == Kind::kOnCpu || !with_waker) return;
   part(kSeparator, PathPart::kSeparator, nullptr);
   if (!s.waker) return part(kUnknownWaker, PathPart::kWakerThread, nullptr);
-  waker(s.waker_frames);
+  waker(s.waker_frames, s.waker_stacks_not_taken);
   const Thread* last = &*s.waker;
   for (const Hop& hop : s.chain) {
     part(kSeparator, PathPart::kSeparator, nullptr);
     blocked(hop.frames);
     part(kSeparator, PathPart::kSeparator, nullptr);
     if (!hop.waker) return part(kUnknownWaker, PathPart::kWakerThread, nullptr);
-    waker(hop.waker_frames);
+    waker(hop.waker_frames, hop.waker_stacks_not_taken);
     last = &*hop.waker;
   }
   part(folded_comm(last->comm), PathPart::kWakerThread, nullptr);

@@ -38,11 +38,13 @@ enum class PathPart {
   kBlocked,      // a frame of a blocked stack (the bottom one, or a hop's): root first
   kSeparator,    // "--" between two stacks
   kWaker,        // a frame of a waker's stack (hop 1's, or a further hop's): leaf first
+  kNotTaken,     // kStacksNotTaken, where the stacks of a waker named without them would be
   kWakerThread,  // the last waker's comm (or kUnknownWaker), at the top
 };
 
 // Calls `part` with each name of the off-wake path of a stack, bottom first: the comm, the
-// blocked frames root first, then "--" and the waker's frames leaf first; per further hop of
+// blocked frames root first, then "--" and the waker's frames leaf first (kStacksNotTaken
+// for a waker named without them); per further hop of
 // the chain "--", its blocked frames root first, "--", its waker's frames leaf first; at the
 // end the last waker's comm. Without `with_waker` only the comm and the blocked frames.
 // `frame` is the frame of kBlocked and kWaker names, null for the others.
@@ -54,6 +56,9 @@ void walk_offwake_path(const Stack& stack, bool with_waker,
 std::vector<std::string> offwake_path(const Stack& stack, bool with_waker = true);
 
 inline constexpr const char* kUnknownWaker = "[unknown waker]";
+// A waker named without its stacks (Stack::waker_stacks_not_taken, Hop's: woken before the
+// block reached --min-block or its sampling threshold) has this in their place.
+inline constexpr const char* kStacksNotTaken = "[stacks not taken: woken early]";
 inline constexpr const char* kSeparator = "--";
 
 }  // namespace offwake::report

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "report/folded.h"
 #include "report/profile.h"
 
 namespace offwake::report {
@@ -25,7 +26,7 @@ struct StdioOptions {
 // (Stack::waker_stacks_not_taken: woken before the block reached --min-block or its sampling
 // threshold).
 inline constexpr const char* kNoStackLabel = "[no stack]";
-inline constexpr const char* kStacksNotTakenLabel = "[stacks not taken: woken early]";
+inline constexpr const char* kStacksNotTakenLabel = kStacksNotTaken;  // as --folded has it
 
 void print_stdio_report(FILE* out, const Profile& profile, const StdioOptions& options);
 

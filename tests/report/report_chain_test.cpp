@@ -469,6 +469,21 @@ TEST(ChainsWokenEarly, StdioSaysTheStacksWereNotTaken) {
   EXPECT_NE(r.out.find(", woken by relay1 70001/70001 at [stacks not taken: woken early]\n"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("woken by relay2 70002/70002: [no stack]\n"), std::string::npos) << r.out;
+  // Folded (and so --svg and --pprof), ours and offwake-collapse.py's under Debian's perf and
+  // ours: the label where each hop's waker stacks would be; a stack missing is only missing.
+  const std::string early_line = join({{"relay3"}, kC, {"--"}, {"[stacks not taken: woken early]"}, {"--"}, kBBlocked,
+                                       {"--"}, {"[stacks not taken: woken early]"}, {"relay1"}}) +
+                                 " 200000000\n";
+  const std::string missing_line = join({{"relay3"}, kC, {"--"}, {"relay2"}}) + " 50000000\n";
+  auto folded = test::run(kOffwake + " report --folded -i " + data);
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  EXPECT_EQ(folded.out, early_line + missing_line);
+  auto perf = test::run(std::string(test::kDebianPerf) + " script -i " + data + " -s " + kCollapse);
+  ASSERT_EQ(perf.status, 0) << perf.err;
+  EXPECT_EQ(perf.out, folded.out);
+  auto ours = test::run(kOffwake + " script -i " + data + " -s " + kCollapse);
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  EXPECT_EQ(ours.out, folded.out);
 }
 
 TEST_F(Chains, PprofAndSvgAreWritten) {
