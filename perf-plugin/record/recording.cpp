@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <type_traits>
 #include <cstdio>
@@ -172,17 +173,6 @@ void copy_source_counts(RecordStats& to, const RecordStats& from) {
   to.bpf_time = from.bpf_time;
 }
 
-// a += b, field by field, for a struct of uint64_t counts.
-template <class T>
-void add_counts(T& a, const T& b) {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % sizeof(uint64_t) == 0);
-  uint64_t x[sizeof(T) / sizeof(uint64_t)], y[sizeof(T) / sizeof(uint64_t)];
-  std::memcpy(x, &a, sizeof a);
-  std::memcpy(y, &b, sizeof b);
-  for (size_t i = 0; i < std::size(x); ++i) x[i] += y[i];
-  std::memcpy(&a, x, sizeof a);
-}
-
 // What the unwinder of stack copies must know of the processes, from the tracking records:
 // their mappings, forks, execs and exits.
 void follow_processes(unwind::DwarfUnwinder& u, const perfdata::Record& r) {
@@ -196,14 +186,14 @@ void follow_processes(unwind::DwarfUnwinder& u, const perfdata::Record& r) {
   }
 }
 
-// a -= b, field by field, for a struct of uint64_t counts.
-template <class T>
-void subtract_counts(T& a, const T& b) {
+// a = op(a, b), field by field, for a struct of uint64_t counts (std::plus, std::minus).
+template <class T, class Op>
+void combine_counts(T& a, const T& b, Op op) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % sizeof(uint64_t) == 0);
   uint64_t x[sizeof(T) / sizeof(uint64_t)], y[sizeof(T) / sizeof(uint64_t)];
   std::memcpy(x, &a, sizeof a);
   std::memcpy(y, &b, sizeof b);
-  for (size_t i = 0; i < std::size(x); ++i) x[i] -= y[i];
+  for (size_t i = 0; i < std::size(x); ++i) x[i] = op(x[i], y[i]);
   std::memcpy(&a, x, sizeof a);
 }
 
@@ -211,8 +201,8 @@ void subtract_counts(T& a, const T& b) {
 // counts at the window's start).
 void window_source_counts(RecordStats& w, const RecordStats& now, const RecordStats& before) {
   copy_source_counts(w, now);
-  subtract_counts(w.counters, before.counters);
-  subtract_counts(w.user_unwind, before.user_unwind);
+  combine_counts(w.counters, before.counters, std::minus<>());
+  combine_counts(w.user_unwind, before.user_unwind, std::minus<>());
   w.skipped_switches -= before.skipped_switches;
   w.skipped_wakeups -= before.skipped_wakeups;
   w.skipped_other -= before.skipped_other;
@@ -430,7 +420,7 @@ Status Recorder::write_on_cpu(const perfdata::SampleRecord& s) {
 // What the tracking events counted, into the back end's counts `now`.
 void Recorder::add_tracking_counts(RecordStats& now) const {
   now.tracking_undecodable = tracking_->undecodable();
-  if (on_cpu_unwinder_) add_counts(now.user_unwind, on_cpu_unwinder_->counts());
+  if (on_cpu_unwinder_) combine_counts(now.user_unwind, on_cpu_unwinder_->counts(), std::plus<>());
 }
 
 Status Recorder::drain_tracking() {
