@@ -13,7 +13,7 @@
 static __always_inline void copy_hops(struct offwake_hop *dst, const struct offwake_hop *src, __u32 n)
 {
 #pragma unroll
-	for (int i = 0; i < OFFWAKE_MAX_CHAIN_DEPTH - 1; i++) {
+	for (int i = 0; i < OFFWAKE_CHAIN_SLOTS; i++) {
 		if (i + 1 >= cfg.chain_depth || i >= n)
 			break;
 		__builtin_memcpy(&dst[i], &src[i], sizeof(dst[i]));

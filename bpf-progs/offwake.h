@@ -88,7 +88,11 @@
 #define OFFWAKE_CHAIN_END_NO_WAKER 6 /* the last block has no recorded waker (none seen, or still
                                       * blocked at the stop), or one without stacks or chain (woken
                                       * before --min-block) */
-#define OFFWAKE_MAX_CHAIN_DEPTH 8
+#define OFFWAKE_MAX_CHAIN_DEPTH 7 /* --chain-depth: 1 to this */
+/* Hop slots of a chain. A key's chain holds at most OFFWAKE_MAX_CHAIN_DEPTH - 1 hops; a task's
+ * latest block (offwake_task_block.last) one more: its own block in front of its key's hops
+ * (chain_set_last), so that a chain of the greatest depth fits there too. */
+#define OFFWAKE_CHAIN_SLOTS OFFWAKE_MAX_CHAIN_DEPTH
 
 /* Hop k > 1 of a chain. The blocked thread is the previous hop's waker. */
 struct offwake_hop {
@@ -108,7 +112,7 @@ struct offwake_hop {
 struct offwake_chain {
 	__u32 hops; /* hops after the first that are filled in, hop[0 .. hops-1]; the rest is zero */
 	__u32 end;  /* OFFWAKE_CHAIN_END_*: why there is no further hop */
-	struct offwake_hop hop[OFFWAKE_MAX_CHAIN_DEPTH - 1];
+	struct offwake_hop hop[OFFWAKE_CHAIN_SLOTS];
 };
 
 /* One aggregation bucket: a blocked thread, the stacks it blocked in, and who woke it how.
