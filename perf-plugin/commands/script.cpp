@@ -50,6 +50,11 @@ int cmd_script(const std::vector<std::string>& args) {
     fprintf(stderr, "perf offwake script: %s\n", host.error().message().c_str());
     return kExitFailure;
   }
+  if ((*host)->ended()) {  // sys.exit() at the script's top level
+    const int status = (*host)->exit_status();
+    if (status != 0) fprintf(stderr, "perf offwake script: %s\n", (*host)->end().message().c_str());
+    return status;
+  }
   Status s = run_session(*reader, **host);
   if (!s) {
     int status = (*host)->exit_status();

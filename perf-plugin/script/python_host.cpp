@@ -57,9 +57,11 @@ Error ScriptHost::python_error(const std::string& what) {
       close(null);
     }
     exit_status_ = 0;
+    exit_requested_ = true;
     return Error(script_ + ": standard output closed", EPIPE);
   }
   if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
+    exit_requested_ = true;
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
@@ -124,7 +126,12 @@ Result<std::unique_ptr<ScriptHost>> ScriptHost::start(const std::string& script,
 
   PyRef result(PyRun_FileExFlags(file.release(), script.c_str(), Py_file_input, host->globals_, host->globals_, 1,
                                  nullptr));
-  if (!result) return host->python_error("the script's top level");
+  if (!result) {
+    Error e = host->python_error("the script's top level");
+    if (!host->exit_requested_) return e;
+    host->ended_ = std::move(e);  // as python3 would: the script ends there, with its status
+    return host;
+  }
 
   auto handler = [&](const char* name) -> PyObject* {
     PyObject* f = PyDict_GetItemString(host->globals_, name);  // borrowed

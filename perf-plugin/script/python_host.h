@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ class ScriptHost {
 
   // The status sys.exit() asked for, once a call returned an Error because of it.
   int exit_status() const { return exit_status_; }
+  // The script's top level ended it (sys.exit(), or its standard output closed): there is
+  // nothing more to run; exit_status() and end() say how.
+  bool ended() const { return ended_.has_value(); }
+  const Error& end() const { return *ended_; }
 
  private:
   ScriptHost() = default;
@@ -64,6 +69,8 @@ class ScriptHost {
   PyObject* process_event_ = nullptr;
   PyObject* trace_end_ = nullptr;
   int exit_status_ = 1;
+  bool exit_requested_ = false;  // python_error() met SystemExit or BrokenPipeError
+  std::optional<Error> ended_;
 };
 
 }  // namespace offwake::script

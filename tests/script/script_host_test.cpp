@@ -131,6 +131,14 @@ TEST_F(ScriptHost, SyntaxErrorAndSysExit) {
   auto exits = run(kOffwake + " script -i " + data() + " -s " +
                    script("exits.py", "import sys\ndef trace_begin():\n    sys.exit(3)\n"));
   EXPECT_EQ(exits.status, 3) << exits.err;
+  // At the top level, as python3 script.py: the script ends there with that status.
+  for (int status : {0, 3}) {
+    auto top = run(kOffwake + " script -i " + data() + " -s " +
+                   script("top" + std::to_string(status) + ".py",
+                          "import sys\nsys.exit(" + std::to_string(status) + ")\ndef trace_end():\n    print('ran')\n"));
+    EXPECT_EQ(top.status, status) << top.err;
+    EXPECT_EQ(top.out, "") << "nothing runs after the top level's sys.exit()";
+  }
   // Beyond a byte, what python3 itself returns.
   auto wide = run(kOffwake + " script -i " + data() + " -s " +
                   script("exits300.py", "import sys\ndef trace_begin():\n    sys.exit(300)\n"));
