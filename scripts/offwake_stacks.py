@@ -69,8 +69,10 @@ def frames_root_first(callchain, kernel_only=False, user_only=False):
 
 
 def folded_comm(comm):
-    """A comm as the folded format writes it: no ';' (the frame separator), no ' ' (before the count)."""
-    return (comm or "[unknown]").replace(";", ":").replace(" ", "_")
+    """A comm as the folded format writes it: no ';' (the frame separator), no ' ' (before the
+    count) nor control character (a newline would end the line): '_' for those."""
+    return "".join("_" if c == " " or c < " " or c == "\x7f" else c
+                   for c in (comm or "[unknown]").replace(";", ":"))
 
 
 def thread_of(param_dict):

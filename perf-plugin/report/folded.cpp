@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <map>
 
+#include "report/utf8.h"
+
 namespace offwake::report {
 
 std::string folded_frame(const std::string& name) {
-  std::string out = name;
+  std::string out = valid_utf8(name);
   std::replace(out.begin(), out.end(), ';', ':');
   std::replace(out.begin(), out.end(), '\n', ' ');
   return out;
@@ -14,9 +16,11 @@ std::string folded_frame(const std::string& name) {
 
 std::string folded_comm(const std::string& comm) {
   if (comm.empty()) return "[unknown]";
-  std::string out = comm;
+  std::string out = valid_utf8(comm);
   std::replace(out.begin(), out.end(), ';', ':');
-  std::replace(out.begin(), out.end(), ' ', '_');
+  // A space ends the stack; a newline or another control character would end the line.
+  for (char& c : out)
+    if (c == ' ' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
   return out;
 }
 

@@ -29,8 +29,10 @@ struct FoldedOptions {
 std::vector<std::string> folded_lines(const Profile& profile, const FoldedOptions& options);
 
 // A frame or thread name as folded stacks can hold it.
+// UTF-8 (bytes that are not: U+FFFD, as our script host hands them to Python).
 std::string folded_frame(const std::string& name);  // no ';' nor newline
-std::string folded_comm(const std::string& comm);   // no ';' nor ' ', "[unknown]" if empty
+std::string folded_comm(const std::string& comm);   // no ';', ' ' nor control character ('_'),
+                                                    // "[unknown]" if empty
 
 // What a name of an off-wake path is.
 enum class PathPart {

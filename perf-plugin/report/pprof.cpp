@@ -12,6 +12,7 @@
 #include "report/folded.h"
 #include "report/gzip.h"
 #include "report/protobuf_writer.h"
+#include "report/utf8.h"
 
 namespace offwake::report {
 
@@ -49,13 +50,15 @@ struct PbFunction {
 // What the symbolizer calls the DSO of a frame outside every mapping: no Mapping for it.
 constexpr std::string_view kUnknownDso = "[unknown]";
 
-// profile.proto's strings are indices into one table whose entry 0 is "".
+// profile.proto's strings are indices into one table whose entry 0 is "". A proto3 string
+// must be UTF-8 (strict decoders refuse the profile otherwise): bytes that are not, which a
+// comm may hold, become U+FFFD, as in the SVG.
 class StringTable {
  public:
   StringTable() { index(""); }
   int64_t index(const std::string& s) {
     auto [it, added] = ids_.try_emplace(s, static_cast<int64_t>(strings_.size()));
-    if (added) strings_.push_back(s);
+    if (added) strings_.push_back(valid_utf8(s));
     return it->second;
   }
   const std::vector<std::string>& strings() const { return strings_; }

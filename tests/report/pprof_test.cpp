@@ -320,7 +320,9 @@ TEST(PprofEncoder, WakerStacksNotTakenIsALabel) {
   irq.waker_stacks_not_taken = true;
   DecodedProfile d = decode(p);
   ASSERT_EQ(d.samples.size(), 3u);
-  EXPECT_EQ(d.function_names(d.samples[2]), (Names{"[softirq]", "--", "anon_pipe_read", "wl_wait_for_message", "wl_pipe"}));
+  // Where its stacks would be, the name --folded and --svg have there too.
+  EXPECT_EQ(d.function_names(d.samples[2]), (Names{"[softirq]", "[stacks not taken: woken early]", "--",
+                                                   "anon_pipe_read", "wl_wait_for_message", "wl_pipe"}));
   EXPECT_EQ(labels_of(d.samples[2]), (Labels{{"comm", "wl_pipe"},
                                              {"pid", "101"},
                                              {"tid", "101"},
@@ -328,6 +330,21 @@ TEST(PprofEncoder, WakerStacksNotTakenIsALabel) {
                                              {"waker_comm", "[softirq]"},
                                              {"waker_context", "softirq"},
                                              {"waker_stacks", "not taken (woken early)"}}));
+}
+
+// A comm is any bytes; a proto3 string must be UTF-8: what is not becomes U+FFFD, and the
+// folded line of the same stack stays one line.
+TEST(PprofEncoder, NamesThatAreNoUtf8BecomeReplacementCharacters) {
+  Profile p = pipe_profile();
+  p.stacks[0].thread.comm = "a\nb\xff\xfe";
+  DecodedProfile d = decode(p);
+  for (const std::string& s : d.strings) EXPECT_EQ(s.find('\xff'), std::string::npos) << s;
+  ASSERT_NE(d.samples[0].label("comm"), nullptr);
+  EXPECT_EQ(d.samples[0].label("comm")->str, "a\nb\xEF\xBF\xBD\xEF\xBF\xBD");
+  const auto lines = report::folded_lines(p, {});
+  ASSERT_EQ(lines.size(), p.stacks.size());
+  EXPECT_EQ(lines[0].rfind("a_b\xEF\xBF\xBD\xEF\xBF\xBD;", 0), 0u) << lines[0];
+  for (const std::string& l : lines) EXPECT_EQ(l.find('\n'), l.size() - 1) << l;
 }
 
 // A wakeup chain (perf offwake record --chain-depth): every hop's stacks in the locations, as
