@@ -1,5 +1,6 @@
 #include "record/recording.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -261,6 +262,7 @@ class Recorder {
   Status open_source();
   Status drain_tracking();
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
+  bool targets_gone() const;
   Status write_on_cpu(const perfdata::SampleRecord& s);
   void add_tracking_counts(RecordStats& now) const;
   Status write_aggregates(uint64_t time);
@@ -397,6 +399,15 @@ Status Recorder::open_source() {
           why.c_str());
   source_ = std::move(tp).value();
   return ok_status();
+}
+
+// -p or -t without a command: whether every process given (or the thread) has exited, which
+// ends the recording, as perf record's does. Their children that live on are not waited for.
+bool Recorder::targets_gone() const {
+  if (workload_ || (opt_.pids.empty() && !opt_.tid)) return false;
+  const auto gone = [](uint32_t id) { return kill(static_cast<pid_t>(id), 0) != 0 && errno == ESRCH; };
+  if (opt_.tid) return gone(static_cast<uint32_t>(opt_.tid));
+  return std::all_of(opt_.pids.begin(), opt_.pids.end(), gone);
 }
 
 // On-CPU samples are taken on every CPU; keep those of the threads being recorded.
@@ -555,6 +566,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     // undo every round.
     if (opt_.timeline) OFFWAKE_TRY(writer_->end_round());
     if (workload_ && workload_->exited()) break;
+    if (targets_gone()) break;
     if (deadline && monotonic_ns() >= deadline) break;
     if (switch_due()) OFFWAKE_TRY(switch_file(write_event));
   }

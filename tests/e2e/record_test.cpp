@@ -706,6 +706,22 @@ TEST(Record, TwoPidsRecordBoth) {
   EXPECT_EQ(pids, (std::set<uint32_t>{static_cast<uint32_t>(a.pid), static_cast<uint32_t>(b.pid)}));
 }
 
+// As perf record -p: the recording ends when the processes given (or the thread of -t) have
+// all exited, long before --duration. wl_sleep sleeps 40 times 50 ms: 2 s from its start.
+TEST(Record, TargetsThatExitEndTheRecording) {
+  for (const std::string target : {"-p", "-t"}) {
+    SCOPED_TRACE(target);
+    TempDir dir;
+    auto r = run(kWorkloads + "wl_sleep -n 40 -m 50 > /dev/null & p=$!; start=$(date +%s%N); timeout 60 " +
+                 kOffwake + " record -q " + target + " $p --duration 30 -o " + dir.file("perf.data") +
+                 "; rc=$?; echo $(( ($(date +%s%N) - start) / 1000000 )); exit $rc");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_LT(std::stoull(r.out), 15'000u) << "ms until the recorder ended";
+    auto script = run("perf script -F event -i " + dir.file("perf.data") + " | grep -c offwake-time");
+    EXPECT_GT(std::stoull(script.out), 0u) << "nothing of the target was recorded";
+  }
+}
+
 // Without -o, a pipe on stdout gets the stream (the command's own output goes to stderr).
 // Three 10 ms sleeps: within 5% leaves 1.5 ms for what the workload's clock sees and the
 // recorder does not (support/tolerances.h).
