@@ -40,6 +40,8 @@ static void print_main_usage(FILE* out) {
 int main(int argc, char** argv) {
   using namespace offwake;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // "help COMMAND" is "COMMAND -h": that command's options.
+  if (args.size() == 2 && args[0] == "help") args = {args[1], "-h"};
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_main_usage(stdout);
     return args.empty() ? kExitUsage : kExitOk;

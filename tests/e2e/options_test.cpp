@@ -188,8 +188,11 @@ TEST(Options, HelpIsPerfsUsageAndEveryOptionIsDocumented) {
     EXPECT_GE(listed.size(), 2u) << r.err;
     for (const std::string& name : listed)
       EXPECT_NE(man.find("\n--" + name), std::string::npos) << "--" << name << " is not in the man page";
-    // --help says the same.
+    // --help says the same, and so does "help COMMAND".
     EXPECT_EQ(run(kOffwake + " " + command + " --help").err, r.err);
+    auto help = run(kOffwake + " help " + command);
+    EXPECT_EQ(help.status, 129);
+    EXPECT_EQ(help.err, r.err);
   }
 }
 
