@@ -336,7 +336,7 @@ bpf::LoaderOptions Recorder::loader_options() const {
   lo.kernel_user_walker = opt_.user_walker == "kernel";
   lo.unwind_tables = opt_.user_walker == "auto" && kUnwindTablesHere;
   lo.unwind_rows = static_cast<uint32_t>((opt_.unwind_memory_mb << 20) / sizeof(offwake_unwind_row));
-  lo.cgroup_path = opt_.cgroup;
+  lo.cgroup_path = opt_.cgroup.empty() ? "" : cgroup_dir(opt_.cgroup);
   lo.stack_map_entries = static_cast<uint32_t>(opt_.stack_entries);
   lo.aggregate_entries = static_cast<uint32_t>(opt_.map_entries);
   lo.max_stack_depth = static_cast<uint32_t>(opt_.max_stack);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <fstream>
@@ -57,6 +58,20 @@ std::optional<Cgroup2Mount> cgroup2_mount() {
   std::stringstream text;
   text << in.rdbuf();
   return find_cgroup2_mount(text.str());
+}
+
+std::string cgroup_dir(const std::string& path, const std::optional<Cgroup2Mount>& mount) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path;
+  if (!mount || path.empty() || path[0] != '/') return path;
+  // Paths are shown relative to the mount's root (a container's may be a subtree).
+  std::string rel = path;
+  if (mount->root != "/") {
+    if (rel.rfind(mount->root, 0) != 0) return path;
+    rel = rel.substr(mount->root.size());
+  }
+  const std::string dir = mount->mount_point + rel;
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? dir : path;
 }
 
 Result<uint64_t> cgroup_id_of(const std::string& dir) {

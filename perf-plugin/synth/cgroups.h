@@ -29,6 +29,11 @@ std::optional<Cgroup2Mount> find_cgroup2_mount(const std::string& mountinfo);
 // The same from this process's /proc/self/mountinfo.
 std::optional<Cgroup2Mount> cgroup2_mount();
 
+// The directory of a cgroup as -G names it: the directory itself, or the cgroup's path as
+// perf shows it ('perf report --sort cgroup', PERF_RECORD_CGROUP: '/system.slice/foo.service')
+// under the cgroup2 mount. `path` as given when it is neither.
+std::string cgroup_dir(const std::string& path, const std::optional<Cgroup2Mount>& mount = cgroup2_mount());
+
 // A cgroup v2 directory's id: what the kernel puts in PERF_SAMPLE_CGROUP and
 // bpf_get_current_cgroup_id() returns (its kernfs node id, the file handle's 8 bytes).
 Result<uint64_t> cgroup_id_of(const std::string& dir);
