@@ -4,13 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <iterator>
-#include <type_traits>
-#include <cstdio>
 #include <memory>
 #include <optional>
+#include <type_traits>
+#include <unordered_map>
 
 #include "bpf/offwake_loader.h"
 #include "record/block_source.h"
@@ -236,6 +238,31 @@ void add_written_counts(RecordStats& total, const RecordStats& w) {
   total.buildid_cache = w.buildid_cache;  // the whole recording's so far
 }
 
+// The latest threads' exit times (PERF_RECORD_EXIT), for BlockWriter's stamps: bounded, the
+// oldest forgotten first, so that a long recording's memory stays flat however many threads
+// come and go.
+class ExitTimes {
+ public:
+  void exited(uint32_t tid, uint64_t time) {
+    if (order_.size() >= kKept) {
+      auto it = times_.find(order_.front().first);
+      if (it != times_.end() && it->second == order_.front().second) times_.erase(it);
+      order_.pop_front();
+    }
+    times_[tid] = time;
+    order_.emplace_back(tid, time);
+  }
+  std::optional<uint64_t> of(uint32_t tid) const {
+    auto it = times_.find(tid);
+    return it == times_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+  }
+
+ private:
+  static constexpr size_t kKept = 65536;
+  std::unordered_map<uint32_t, uint64_t> times_;
+  std::deque<std::pair<uint32_t, uint64_t>> order_;
+};
+
 // The recording, with its resources in set-up order (torn down in reverse).
 class Recorder {
  public:
@@ -287,6 +314,7 @@ class Recorder {
   std::optional<TrackingEvents> tracking_;
   // --on-cpu with --call-graph dwarf: the samples' user stack copies, unwound as they come.
   std::optional<unwind::DwarfUnwinder> on_cpu_unwinder_;
+  ExitTimes exits_;
   // What every file of the recording starts with.
   std::vector<perfdata::EventDesc> events_;
   perfdata::HostInfo host_;
@@ -439,6 +467,9 @@ Status Recorder::drain_tracking() {
   return tracking_->drain([&](const perfdata::Record& r) -> Status {
     source_->tracking(r);
     if (on_cpu_unwinder_) follow_processes(*on_cpu_unwinder_, r);
+    // perf orders an EXIT by its sample_id's time (a little before the record's own field).
+    if (const auto* t = std::get_if<perfdata::TaskRecord>(&r); t && t->exit)
+      exits_.exited(t->tid, t->sample_id.time ? t->sample_id.time : t->time);
     if (const auto* s = std::get_if<perfdata::SampleRecord>(&r)) {
       if (!wanted_on_cpu(*s)) return ok_status();
       ++stats_.on_cpu_samples;
@@ -666,8 +697,10 @@ Status Recorder::open_file(const ProcessDescriptions* previous) {
   OFFWAKE_TRY(writer_->finished_init());
   stats_ = RecordStats{};
   stats_.sample_period_ns = filters().sample_period_ns;
-  blocks_.emplace(*writer_, source_->stacks(), ids_, &*kallsyms_, stats_,
-                  [this](const std::vector<perfdata::SampleRecord>& s) { return describe(s); });
+  blocks_.emplace(
+      *writer_, source_->stacks(), ids_, &*kallsyms_, stats_,
+      [this](const std::vector<perfdata::SampleRecord>& s) { return describe(s); },
+      [this](uint32_t tid) { return exits_.of(tid); });
   return ok_status();
 }
 

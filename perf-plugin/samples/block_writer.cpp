@@ -6,10 +6,33 @@
 namespace offwake {
 
 BlockWriter::BlockWriter(perfdata::PerfDataWriter& writer, const StackTraceSource& stacks, OffwakeEventIds ids,
-                         const Kallsyms* kallsyms, RecordStats& stats, DescribeFn describe)
-    : writer_(writer), samples_(stacks, ids, kallsyms, stats.sample_period_ns), ids_(ids), stats_(stats), describe_(std::move(describe)) {}
+                         const Kallsyms* kallsyms, RecordStats& stats, DescribeFn describe, ExitTimeFn exit_time)
+    : writer_(writer),
+      samples_(stacks, ids, kallsyms, stats.sample_period_ns),
+      ids_(ids),
+      stats_(stats),
+      describe_(std::move(describe)),
+      exit_time_(std::move(exit_time)) {}
 
-Status BlockWriter::write_samples(const std::vector<perfdata::SampleRecord>& samples) {
+// A thread that wakes another on its way out (a child its waiting parent, a pipe's writer its
+// reader, at close) does it after the kernel wrote its PERF_RECORD_EXIT: at the wakeup's time
+// the thread is gone for perf, and perf 6.12 names it ":TID". Such a group is stamped just
+// before the exit, when the wakeup came within kExitWakeNs of it (a tid reused later has an
+// exit of its own, long before).
+void BlockWriter::stamp_before_exits(std::vector<perfdata::SampleRecord>& samples) const {
+  constexpr uint64_t kExitWakeNs = 10'000'000;
+  if (!exit_time_ || samples.empty()) return;
+  uint64_t time = samples.front().time;
+  for (size_t i = 1; i < samples.size(); ++i) {
+    const std::optional<uint64_t> exit = exit_time_(samples[i].tid);
+    if (exit && *exit > 0 && *exit <= samples.front().time && samples.front().time - *exit < kExitWakeNs)
+      time = std::min(time, *exit - 1);
+  }
+  for (auto& s : samples) s.time = time;
+}
+
+Status BlockWriter::write_samples(std::vector<perfdata::SampleRecord> samples) {
+  stamp_before_exits(samples);
   if (describe_) OFFWAKE_TRY(describe_(samples));
   for (const auto& s : samples) OFFWAKE_TRY(writer_.write(s));
   stats_.offwake_samples += samples.size();

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -28,11 +29,13 @@ class BlockWriter {
   // Called with a block's samples before they are written, for the records that name their
   // threads (perf offwake record describes processes as samples name them); unset: none.
   using DescribeFn = std::function<Status(const std::vector<perfdata::SampleRecord>&)>;
+  // When thread `tid` last exited (its PERF_RECORD_EXIT's time), if known; unset: never known.
+  using ExitTimeFn = std::function<std::optional<uint64_t>(uint32_t tid)>;
 
   // `stacks`, `kallsyms` (may be null), `writer` and `stats` must outlive this; the stats'
   // sample_period_ns must be set.
   BlockWriter(perfdata::PerfDataWriter& writer, const StackTraceSource& stacks, OffwakeEventIds ids,
-              const Kallsyms* kallsyms, RecordStats& stats, DescribeFn describe = {});
+              const Kallsyms* kallsyms, RecordStats& stats, DescribeFn describe = {}, ExitTimeFn exit_time = {});
 
   // Aggregates' samples, stamped aggregate_time(), in time order: perf queues a file's records
   // by time in a list it searches from the record queued last, so records in random order
@@ -48,13 +51,15 @@ class BlockWriter {
   Status finish(uint64_t time);
 
  private:
-  Status write_samples(const std::vector<perfdata::SampleRecord>& samples);
+  Status write_samples(std::vector<perfdata::SampleRecord> samples);
+  void stamp_before_exits(std::vector<perfdata::SampleRecord>& samples) const;
 
   perfdata::PerfDataWriter& writer_;
   AggregateSamples samples_;
   OffwakeEventIds ids_;
   RecordStats& stats_;
   DescribeFn describe_;
+  ExitTimeFn exit_time_;
 };
 
 // COMM records for the pseudo-threads of wakers that are not threads ("[hardirq]", ...):
