@@ -6,16 +6,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
 #include <type_traits>
-#include <unordered_map>
 
 #include "bpf/offwake_loader.h"
 #include "record/block_source.h"
+#include "record/exit_times.h"
 #include "record/bpf_blocks.h"
 #include "record/offwake_file.h"
 #include "record/switch_output.h"
@@ -237,31 +236,6 @@ void add_written_counts(RecordStats& total, const RecordStats& w) {
   total.bytes += w.bytes;
   total.buildid_cache = w.buildid_cache;  // the whole recording's so far
 }
-
-// The latest threads' exit times (PERF_RECORD_EXIT), for BlockWriter's stamps: bounded, the
-// oldest forgotten first, so that a long recording's memory stays flat however many threads
-// come and go.
-class ExitTimes {
- public:
-  void exited(uint32_t tid, uint64_t time) {
-    if (order_.size() >= kKept) {
-      auto it = times_.find(order_.front().first);
-      if (it != times_.end() && it->second == order_.front().second) times_.erase(it);
-      order_.pop_front();
-    }
-    times_[tid] = time;
-    order_.emplace_back(tid, time);
-  }
-  std::optional<uint64_t> of(uint32_t tid) const {
-    auto it = times_.find(tid);
-    return it == times_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
-  }
-
- private:
-  static constexpr size_t kKept = 65536;
-  std::unordered_map<uint32_t, uint64_t> times_;
-  std::deque<std::pair<uint32_t, uint64_t>> order_;
-};
 
 // The recording, with its resources in set-up order (torn down in reverse).
 class Recorder {

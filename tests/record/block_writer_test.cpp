@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "../perfdata/fixtures.h"
 #include "perfdata/reader.h"
@@ -150,6 +151,43 @@ TEST(BlockWriter, WritesABatchInTimeOrder) {
     EXPECT_EQ(std::make_pair(blocked.time, blocked.tid), want[i]) << i;
     EXPECT_EQ(waker.id, ids.waker) << i;
     EXPECT_EQ(waker.time, want[i].first) << i;
+  }
+}
+
+// A waker whose PERF_RECORD_EXIT came just before the wakeup (on its way out): the group is
+// stamped a nanosecond before that exit. An exit of the same tid long before (another thread
+// that had it) moves nothing, nor one after the wakeup.
+TEST(BlockWriter, AWakerOnItsWayOutStampsTheGroupBeforeItsExit) {
+  const test::StackTable table = one_kernel_stack();
+  auto w = memory_writer();
+  ASSERT_TRUE(w) << w.error().message();
+  RecordStats stats;
+  const uint64_t wake = 1'000'000'000;
+  struct Case {
+    uint64_t exit, stamped;
+  } cases[] = {{wake - 5'000, wake - 5'001}, {wake - 50'000'000, wake}, {wake + 1, wake}, {0, wake}};
+  for (const Case& c : cases) {
+    stats = RecordStats{};
+    {
+      BlockWriter blocks(*w, table, kIds, nullptr, stats, {}, [&](uint32_t tid) -> std::optional<uint64_t> {
+        if (tid == 200 && c.exit) return c.exit;  // aggregate()'s waker
+        return std::nullopt;
+      });
+      Aggregate a = aggregate(10, 1000);
+      a.value.last_ns = wake;
+      ASSERT_TRUE(blocks.write(std::vector<Aggregate>{a}, 1));
+    }
+  }
+  ASSERT_TRUE(w->close());
+  auto r = perfdata::test::read_all(written(*w));
+  ASSERT_TRUE(r) << r.error().message();
+  std::vector<uint64_t> times;
+  for (const perfdata::Record& rec : r->records)
+    if (const auto* s = std::get_if<perfdata::SampleRecord>(&rec)) times.push_back(s->time);
+  ASSERT_EQ(times.size(), 2 * std::size(cases));
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    EXPECT_EQ(times[2 * i], cases[i].stamped) << i;  // the blocked sample
+    EXPECT_EQ(times[2 * i + 1], cases[i].stamped) << i;  // its waker's
   }
 }
 
