@@ -21,6 +21,7 @@ struct Capture {
   bool task_work = false;  // deferred user stacks were taken by task work
   bool rseq = false;       // ... or, for threads with rseq, at rseq_update
   bool task_work_refused = false;  // the kernel has task work, but refused it to our programs
+  uint64_t min_block_ns = 0;       // its --min-block
 };
 
 // Runs `workload` once under each of `options` (all attached at once, following the
@@ -43,8 +44,10 @@ inline void run_captures(const std::string& workload, const std::vector<std::str
   *text = proc.finish(&status);
   for (OffwakeBpf& b : loaded) b.detach();
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << *text;
-  for (OffwakeBpf& b : loaded) {
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    OffwakeBpf& b = loaded[i];
     Capture c;
+    c.min_block_ns = options[i].min_block_ns;
     auto aggs = b.read_aggregates();
     ASSERT_TRUE(aggs.ok()) << aggs.error().message();
     c.aggregates = std::move(aggs).value();
