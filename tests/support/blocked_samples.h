@@ -71,7 +71,7 @@ inline uint64_t blocks_of(const ScriptSample& s) { return s.has_blocks ? s.block
 // max_missed_ns, support/tolerances.h). The bound is the truth's, never the recording's.
 inline void expect_misses_within_truth(uint64_t blocks, uint64_t ns, const Truth& t, const std::string& what) {
   EXPECT_LE(blocks, max_missed_blocks(t.count))
-      << blocks << " blocks " << what << " of the truth's " << t.count << " (one per " << kMissedBlocksPer
+      << blocks << " blocks " << what << " of the truth's " << t.count << " (" << max_missed_blocks(t.count)
       << " allowed)";
   EXPECT_LE(ns, max_missed_ns(t.blocked_ns, t.count))
       << ns << " ns blocked " << what << ", more than the truth allows of its " << t.blocked_ns << " ns in "
