@@ -132,10 +132,10 @@ class TracepointBlocks : public BlockSource {
   const StackTraceSource& stacks() const override { return *pairer_; }
 
   Status fill_stats(RecordStats& s) const override {
+    // The blocks that records lost from a ring buffer may have cut are the pairer's
+    // ring-buffer drops (BlockPairer::loss_begins); the records themselves are counted apart,
+    // switches and wakeups alike.
     s.counters = pairer_->counters();
-    // A record the kernel could not fit in a ring buffer may have been a block's switch: lost
-    // like the BPF back end's ring-buffer drops.
-    s.counters.ringbuf_drops += tp_.lost();
     s.tracepoint = true;
     s.tracepoint_lost = tp_.lost();
     s.tracepoint_late = tp_.late() + late_;
@@ -149,6 +149,10 @@ class TracepointBlocks : public BlockSource {
 
  private:
   void feed(uint64_t time, sched::OrderedEvent&& ev) {
+    // Past the stop nothing is recorded, as with the BPF back end: a block still open then is
+    // ended at the stop by finish() ("[still blocked]"), not by what came after it (the
+    // command killed at the stop, its wakeup, its exit).
+    if (stop_ns_ && time > stop_ns_) return;
     if (auto* e = std::get_if<sched::SchedEvent>(&ev)) {
       // An event that came after a younger one was released (see PassOrder): the pairer
       // takes time order only, so it is moved up to the time already reached, and counted.
@@ -162,6 +166,11 @@ class TracepointBlocks : public BlockSource {
     }
     if (const auto* m = std::get_if<perfdata::Mmap2Record>(&ev)) {
       unwinder_->mmap(*m);
+      return;
+    }
+    if (const auto* l = std::get_if<sched::RecordsLost>(&ev)) {
+      if (l->begins) pairer_->loss_begins(std::max(time, now_));
+      else pairer_->loss_ends();
       return;
     }
     const auto& c = std::get<sched::TaskChange>(ev);
