@@ -338,6 +338,10 @@ Status Converter::carry(Record r) {
     sid = &t->sample_id;
   } else if (auto* l = std::get_if<perfdata::LostRecord>(&r)) {
     stats_.perf_lost += l->lost;
+    // When its CPU's events began to be lost is not in the file: the loss is taken as
+    // over at once, which drops the blocks open then.
+    pairer_->loss_begins(l->sample_id.time);
+    pairer_->loss_ends();
     l->id = ids_.time;
     sid = &l->sample_id;
   } else if (auto* g = std::get_if<perfdata::CgroupRecord>(&r)) {

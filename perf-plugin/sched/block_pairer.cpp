@@ -95,6 +95,25 @@ void BlockPairer::exit(uint32_t tid, uint64_t time, uint32_t cpu) {
   threads_[tid].generation = next;
 }
 
+void BlockPairer::loss_begins(uint64_t time) {
+  ++losses_;
+  for (auto& [tid, t] : threads_) {
+    if (t.blocked && t.block_ts <= time) {
+      ++counters_.ringbuf_drops;
+      counters_.ringbuf_drops_ns += time - t.block_ts;
+      t.blocked = false;
+    }
+    t.woken = t.wake_on_cpu = false;
+    t.running_on = -1;
+  }
+  cpu_current_.clear();
+}
+
+void BlockPairer::loss_ends() {
+  losses_ -= losses_ > 0;
+  cpu_current_.clear();  // the lost switches of its CPU
+}
+
 void BlockPairer::add(const SchedEvent& e) {
   if (e.kind == SchedKind::kWaking) {
     waking(e);
@@ -121,6 +140,11 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   // Only a wakeup that came on the way in belongs to the block starting now.
   if (!blocks || !t.wake_on_cpu) t.woken = t.wake_on_cpu = false;
   if (!blocks) return;
+  if (losses_) {  // its end may be lost: dropped (loss_begins)
+    ++counters_.ringbuf_drops;
+    t.woken = t.wake_on_cpu = false;
+    return;
+  }
   t.state = e.prev_state;
   t.cgroup = e.cgroup;
   const uint32_t draw = opt_.sample_period_ns ? static_cast<uint32_t>(random_()) : 0;  // 32 bits, as the BPF side's

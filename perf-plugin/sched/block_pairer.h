@@ -68,6 +68,14 @@ class BlockPairer : public StackTraceSource {
   void fork(uint32_t parent_tgid, uint32_t child_tgid);
   void exec(uint32_t tid);
   void exit(uint32_t tid, uint64_t time, uint32_t cpu);
+  // Scheduler events of some CPU are lost from `time` (its ring buffer was full) until
+  // loss_ends(). A block open then, or starting meanwhile, may lose its wakeup or its
+  // switch-in, and would end at a later event of its thread, much too long, or without its
+  // waker: such blocks are dropped and counted as lost (ringbuf_drops; with their time up to
+  // `time`, for those open then). What is known of the CPUs' current tasks (at both ends) and
+  // of wakeups is forgotten. Losses of several CPUs may overlap.
+  void loss_begins(uint64_t time);
+  void loss_ends();
   // The recording stopped at `stop`: blocks still open are counted up to it, as the BPF
   // back end does (still_blocked, WAKER_STILL_BLOCKED).
   void finish(uint64_t stop);
@@ -133,6 +141,7 @@ class BlockPairer : public StackTraceSource {
   std::map<std::vector<uint64_t>, int64_t> stack_ids_[2];  // and back, per half
   std::unordered_map<uint32_t, Thread> threads_;
   std::unordered_map<uint32_t, uint32_t> cpu_current_;    // cpu -> tid
+  uint32_t losses_ = 0;                                   // losses under way (loss_begins)
   std::mt19937_64 random_{std::random_device{}()};        // --sample-period's draws
 };
 

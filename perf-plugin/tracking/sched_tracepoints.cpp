@@ -1,5 +1,6 @@
 #include "tracking/sched_tracepoints.h"
 
+#include <algorithm>
 #include <ctime>
 
 namespace offwake::sched {
@@ -45,6 +46,11 @@ Status SchedTracepoints::read() {
   return set_.drain([&](size_t buffer, const perfdata::Record& r) -> Status {
     if (const auto* l = std::get_if<perfdata::LostRecord>(&r)) {
       lost_ += l->lost;
+      if (buffer >= last_time_.size()) last_time_.resize(buffer + 1, 0);
+      const uint64_t from = last_time_[buffer], to = std::max(l->sample_id.time, from);
+      order_.push(buffer, from, OrderedEvent(std::in_place_type<RecordsLost>, RecordsLost{l->lost, true}));
+      order_.push(buffer, to, OrderedEvent(std::in_place_type<RecordsLost>, RecordsLost{l->lost, false}));
+      last_time_[buffer] = to;
       return ok_status();
     }
     const auto* s = std::get_if<perfdata::SampleRecord>(&r);
@@ -62,6 +68,8 @@ Status SchedTracepoints::read() {
     cut_ += e.callchain.cut();
     e.user_stack = s->user_stack;
     e.cgroup = s->cgroup;
+    if (buffer >= last_time_.size()) last_time_.resize(buffer + 1, 0);
+    last_time_[buffer] = std::max(last_time_[buffer], e.time);
     order_.push(buffer, e.time, std::move(e));
     return ok_status();
   });

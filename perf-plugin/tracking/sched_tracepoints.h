@@ -28,9 +28,17 @@ struct TaskChange {
   uint32_t cpu = 0;  // where it happened (kExit: where a block left open ends)
 };
 
+// Records a ring buffer could not take (PERF_RECORD_LOST): the CPU's scheduler events
+// between its last record read (`begins`, at that record's time) and the kernel's LOST record
+// (`!begins`, at its time) were never seen. Both ends go into the time order.
+struct RecordsLost {
+  uint64_t count = 0;
+  bool begins = false;
+};
+
 // A mapping from the tracking events, ordered too when user stacks are unwound (the
 // unwinder must see a process's mappings as they were at each of its stacks).
-using OrderedEvent = std::variant<SchedEvent, TaskChange, perfdata::Mmap2Record>;
+using OrderedEvent = std::variant<SchedEvent, TaskChange, perfdata::Mmap2Record, RecordsLost>;
 
 struct SchedTracepointOptions {
   uint16_t max_stack = 127;    // sample_max_stack: kernel and user frames together
@@ -76,6 +84,7 @@ class SchedTracepoints {
   PerfEventSet set_;
   PassOrder<OrderedEvent> order_;
   uint64_t lost_ = 0, undecodable_ = 0, cut_ = 0;
+  std::vector<uint64_t> last_time_;  // per ring buffer: its latest record's time
 };
 
 }  // namespace offwake::sched

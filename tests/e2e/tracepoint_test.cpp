@@ -309,7 +309,29 @@ TEST(TracepointBackend, RingBufferLossesAreCounted) {
   const uint64_t lost = summary_count(r.err, " scheduler events lost (ring buffer full)");
   // A page per CPU cannot hold what a pipe ping-pong makes in 250 ms.
   ASSERT_GT(lost, 0u) << r.err;
-  EXPECT_GE(summary_count(r.err, " blocks (aggregation map full"), lost) << r.err;
+  // The blocks that lost records may have cut (open at a loss, or starting during one) are
+  // dropped and counted; the others keep their waker. Every block of the ping-pong has one
+  // (its other thread): before 2026-12-07 a lost switch-in or wakeup left a block that ended
+  // at a later event of its thread, up to 300 ms long, or without its waker (9,583 of 26,119
+  // blocks in one run). A loss is known only when its LOST record is read, so a block whose
+  // wakeup was lost and whose switch-in came before that may still lack its waker: one or
+  // two a loss, of thousands of blocks.
+  EXPECT_GT(summary_count(r.err, " blocks (aggregation map full"), 0u) << r.err;
+  auto pipes = run(kOffwake + " report --stdio --comm sched-pipe -i " + dir.file("perf.data"));
+  ASSERT_EQ(pipes.status, 0) << pipes.err;
+  uint64_t blocks = 0, unseen = 0;
+  std::istringstream lines(pipes.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    double total = 0, share = 0;
+    std::string unit, percent;
+    uint64_t count = 0;
+    if (line.empty() || line[0] == '#' || !(f >> total >> unit >> share >> percent >> count)) continue;
+    if (line.find(" [S]: ") != std::string::npos) blocks += count;
+    else if (line.find("woken by [no waker seen]") != std::string::npos) unseen += count;
+  }
+  ASSERT_GT(blocks, 1000u) << pipes.out;
+  EXPECT_LE(unseen * 100, blocks) << pipes.out;
   auto report = run("perf report --stdio -i " + dir.file("perf.data") + " 2>&1 | head -40");
   EXPECT_NE(report.out.find("Total Lost Samples: " + std::to_string(summary_count(r.err, " blocks (aggregation map full"))), std::string::npos) << report.out;
 }

@@ -345,6 +345,41 @@ TEST(BlockPairer, ASwitchTheKernelDidNotTraceIsCounted) {
 }
 
 
+// Records lost from a ring buffer (the tracepoint back end under load): a block open then, or
+// starting meanwhile, may lose its switch-in or its wakeup. Thread 10's switch-in and its next
+// switch-out were lost; without the loss its block would end at its next switch-out seen, 300
+// ms later, with the next block's waker. 12's wakeup was lost: its block would have no waker.
+// Both are dropped and counted, with their time up to the loss; a block that starts after
+// the loss is whole; nothing counts the CPUs' switches as untraced.
+TEST(BlockPairer, BlocksOpenAtALossAreDroppedAndCounted) {
+  PairerOptions o = options();
+  o.every_switch = true;
+  BlockPairer p(o);
+  p.add(switch_ev(0, 1, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(switch_ev(1 * kMs, 0, 11, 11, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(waking_ev(2 * kMs, 0, 20, 20, 11, 0, chain({3}, {4})));
+  // (lost from 4 ms: 10 woken and switched in at 5 ms on CPU 1, running until it blocks at
+  // 290 ms; 12 blocks at 6 ms, seen, is woken unseen and switched in at 7 ms, seen)
+  p.loss_begins(4 * kMs);
+  p.add(switch_ev(6 * kMs, 0, 12, 12, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(switch_ev(7 * kMs, 0, 0, 0, 0, 12));
+  p.loss_ends();
+  p.add(switch_ev(290 * kMs, 1, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+  p.add(waking_ev(299 * kMs, 0, 21, 21, 10, 0, chain({3}, {4})));
+  p.add(switch_ev(300 * kMs, 1, 0, 0, 0, 10));
+  p.add(switch_ev(301 * kMs, 0, 0, 0, 0, 11));  // 11's switch-in, its wakeup forgotten at the loss
+  p.finish(400 * kMs);
+  EXPECT_EQ(p.counters().ringbuf_drops, 3u);  // 10 and 11 open at the loss, 12 starting in it
+  EXPECT_EQ(p.counters().ringbuf_drops_ns, 4 * kMs + 3 * kMs);
+  EXPECT_EQ(p.counters().late_ends, 0u);
+  EXPECT_EQ(p.counters().untraced_switches, 0u);
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  EXPECT_EQ(p.aggregates()[0].key.tid, 10u);
+  EXPECT_EQ(p.aggregates()[0].value.total_ns, 10 * kMs);
+  EXPECT_EQ(p.aggregates()[0].key.waker_tid, 21u);
+}
+
+
 // --sample-period (block_rules.h): the threshold is uniform below the period, never below
 // --min-block; a kept block weighs the period when it is shorter.
 TEST(SamplingRules, ThresholdAndWeight) {
