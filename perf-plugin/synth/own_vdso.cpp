@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "util/fd.h"
+
 namespace offwake {
 
 // Saved as perf saves it. The build ids of a recording's [vdso] mappings tell whether it is
@@ -23,11 +25,10 @@ const std::string& own_vdso_file() {
     for (int i = 0; i < eh->e_phnum; ++i)
       if (ph[i].p_type == PT_LOAD) size = std::max<size_t>(size, ph[i].p_offset + ph[i].p_filesz);
     char tmpl[] = "/tmp/perf-offwake-vdso.so-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd < 0) return std::string();
-    bool ok = size > 0 && write(fd, base, size) == static_cast<ssize_t>(size);
-    close(fd);
-    if (!ok) {
+    UniqueFd fd(mkstemp(tmpl));
+    if (!fd.valid()) return std::string();
+    const bool written = size > 0 && write(fd.get(), base, size) == static_cast<ssize_t>(size);
+    if (!written || close(fd.release()) != 0) {
       unlink(tmpl);
       return std::string();
     }
