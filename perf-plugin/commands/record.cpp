@@ -39,6 +39,8 @@ Result<uint32_t> parse_id(const std::string& item, const char* what) {
 }
 
 Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
+  // -p "$(pgrep -d, server)" with no server running must not record the whole machine.
+  if (s.empty()) return Error("-p takes a list of pids, not ''");
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -170,6 +172,7 @@ int cmd_record(const std::vector<std::string>& args) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // its terminal closed: the file is written all the same
   signal(SIGPIPE, SIG_IGN);
   if (!o.switch_output.empty()) {
     struct sigaction su {};

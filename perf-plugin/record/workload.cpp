@@ -83,6 +83,7 @@ Result<Workload> Workload::prepare(const std::vector<std::string>& argv, bool st
     if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     char c;
     // Wait for start(): EOF when the parent closes its end.
     while (read(go[0], &c, 1) < 0 && errno == EINTR) {

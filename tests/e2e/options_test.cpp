@@ -64,6 +64,9 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "--max-stack 0 -- true", "--max-stack must be from 1 to 127"},
       {o + "--max-stack 4294967296 -- true", "--max-stack must be from 1 to 127"},
       {o + "-p x1", "option `pid': 'x1' is not a pid"},
+      // -p "$(pgrep -d, server)" without a server: not the whole machine.
+      {o + "-p ''", "option `pid': -p takes a list of pids, not ''"},
+      {o + "--pid=", "option `pid': -p takes a list of pids, not ''"},
       {o + "-p 999999999", "not a pid"},
       {o + "--map-size 1.5 -- true", "option `map-size' expects a non-negative integer, not '1.5'"},
       {o + "--stack-storage-size '' -- true", "option `stack-storage-size' expects a non-negative integer"},

@@ -628,9 +628,10 @@ const std::string kWaitAttached =
     "wait_attached() { for i in $(seq 600); do ls -l /proc/$1/fd 2>/dev/null | grep -q 'anon_inode:bpf_link' && "
     "{ sleep 1; return 0; }; sleep 0.1; done; echo 'recorder not attached after 60 s'; return 1; }; ";
 
-// Ctrl-C and SIGTERM end a recording and still leave a complete file that perf reads.
+// Ctrl-C, SIGTERM and a closed terminal (SIGHUP, which once killed the recorder and left an
+// empty temporary file) end a recording and still leave a complete file that perf reads.
 TEST(Record, SignalsEndTheRecordingWithACompleteFile) {
-  for (const char* sig : {"INT", "TERM"}) {
+  for (const char* sig : {"INT", "TERM", "HUP"}) {
     TempDir dir;
     const std::string data = dir.file("perf.data");
     auto r = run("(" + kWaitAttached + kOffwake + " record -a -o " + data + " & p=$!; wait_attached $p; kill -" + sig +
