@@ -121,7 +121,10 @@ Workload& Workload::operator=(Workload&& o) noexcept {
 
 Workload::~Workload() {
   if (pid_ <= 0 || reaped_) return;
-  if (!started_) kill(pid_, SIGKILL);
+  // Still running when the recording ended on an error (a full disk, a reader gone): ended as
+  // at the stop, as perf record ends its workload, so that the error is not held back until
+  // the command finishes on its own.
+  kill(pid_, started_ ? SIGTERM : SIGKILL);
   int st;
   waitpid(pid_, &st, 0);
 }

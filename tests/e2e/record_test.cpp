@@ -668,6 +668,28 @@ TEST(Record, RecorderFollowsItsPerf) {
   }
 }
 
+// A full disk ends the recording when the write fails, with one line and status 1, and ends
+// the command as the stop does: the error was once held back until the command finished on
+// its own (a ping-pong of 40 s here; a server, never).
+TEST(Record, AWriteErrorEndsTheRecordingAndItsCommandAtOnce) {
+  TempDir dir;
+  const std::string disk = dir.file("disk");
+  ASSERT_EQ(run("mkdir " + disk + " && mount -t tmpfs -o size=256k tmpfs " + disk).status, 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { run("umount " + path); }
+  } unmount{disk};
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run(kOffwake + " record -q --timeline -o " + disk + "/perf.data -- " + kWorkloads +
+               "wl_pingpong -n 20000000");
+  const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_LT(seconds, 10) << "the command ran to its end first";
+  EXPECT_EQ(run("ls " + disk).out, "") << "the temporary file is removed";
+}
+
 // Blocks the aggregation map has no room for are lost samples to perf, the same number the
 // summary prints.
 TEST(Record, LostBlocksAreLostSamplesInPerf) {
