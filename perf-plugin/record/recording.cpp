@@ -697,7 +697,9 @@ Status Recorder::close_file(uint64_t time) {
   OFFWAKE_TRY(files_->written(path));
   add_written_counts(total_, stats_);
   copy_source_counts(total_, at_start_);  // the whole recording's, so far
-  total_.output = std::to_string(files_->count()) + " files, the last " + path;
+  total_.output = std::to_string(files_->count()) + " files" +
+                  (files_->removed() ? " (" + std::to_string(files_->removed()) + " removed by --switch-max-files)" : "") +
+                  ", the last " + path;
   if (!opt_.quiet) {
     const offwake_counters& c = stats_.counters;
     const bool timeline = stats_.timeline_events != 0;

@@ -170,6 +170,11 @@ TEST(SwitchOutput, MaxFilesKeepsTheNewest) {
   const auto all = dumped(rec.err);
   ASSERT_GE(all.size(), 3u) << rec.err;
   EXPECT_EQ(window_files(dir), std::vector<std::string>(all.end() - 2, all.end()));
+  // The summary says how many of the files it wrote are gone.
+  EXPECT_NE(rec.err.find(std::to_string(all.size()) + " files (" + std::to_string(all.size() - 2) +
+                         " removed by --switch-max-files), the last "),
+            std::string::npos)
+      << rec.err;
   for (const auto& f : window_files(dir)) {
     auto script = run("perf script -i " + f + " > /dev/null");
     EXPECT_EQ(script.status, 0) << f << ": " << script.err;
