@@ -181,6 +181,8 @@ void print_stdio_report(FILE* out, const Profile& p, const StdioOptions& o) {
   if (!p.info.host.cmdline.empty()) {
     std::string cmd;
     for (const auto& a : p.info.host.cmdline) cmd += (cmd.empty() ? "" : " ") + a;
+    // An argument may hold a newline (python3 -c "a script"): the comment stays one line.
+    std::replace_if(cmd.begin(), cmd.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }, ' ');
     fprintf(out, "# recorded by: %s\n", cmd.c_str());
   }
   if (!p.info.host.hostname.empty())

@@ -49,6 +49,24 @@ TEST(Report, TableShowsTheBlockedStackItsTimeAndItsWaker) {
   EXPECT_NE(out.out.find("# recording counters:"), std::string::npos) << out.out;
 }
 
+// A command line with a newline in an argument (python3 -c "a script") stays on the header's
+// one comment line: every line above the table starts with '#'.
+TEST(Report, HeaderCommentsStayCommentsWithAMultiLineCommand) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto rec = run(kOffwake + " record -q -o " + data + " -- sh -c 'sleep 0.05\nsleep 0.05'");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto out = run(kOffwake + " report --stdio -i " + data);
+  ASSERT_EQ(out.status, 0) << out.err;
+  std::istringstream lines(out.out);
+  std::string line;
+  while (std::getline(lines, line) && line.find("  Total") == std::string::npos && line.find("Total ") == std::string::npos)
+    EXPECT_EQ(line.substr(0, 1), "#") << out.out;
+  EXPECT_NE(out.out.find("# recorded by: perf offwake record -q -o " + data + " -- sh -c sleep 0.05 sleep 0.05\n"),
+            std::string::npos)
+      << out.out;
+}
+
 // A stripped binary, as Debian ships its servers: perf says "[unknown]" for its functions; the
 // report names each by its .eh_frame function, "[wl_pipe+0xADDR]" with ADDR the address its
 // symbol has in the unstripped file, and the row has the time and count the workload measured.
