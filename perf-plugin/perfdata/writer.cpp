@@ -47,7 +47,7 @@ Result<PerfDataWriter> PerfDataWriter::create_file(const std::string& path,
 
 Result<PerfDataWriter> PerfDataWriter::create_pipe(UniqueFd fd, std::vector<EventDesc> events,
                                                    HostInfo host) {
-  auto sink = std::make_unique<FdSink>(std::move(fd), "output pipe", false);
+  auto sink = std::make_unique<FdSink>(std::move(fd), "standard output", false);
   return create(std::move(sink), Mode::kPipe, std::move(events), std::move(host));
 }
 

@@ -111,7 +111,8 @@ std::string record_usage_error(const RecordOptions& o) {
   if (auto m = parse_state_letters(o.state); !m) return m.error().message();
   if (o.given.count("--switch-output")) {
     if (auto spec = parse_switch_output(o.switch_output); !spec) return spec.error().message();
-    if (o.output == "-") return "--switch-output writes files: not with a pipe (-o -)";
+    if (o.output == "-")
+      return "--switch-output writes files: not to standard output (-o -, or no -o with standard output a pipe)";
   }
   if (o.given.count("--switch-max-files")) {
     if (!o.given.count("--switch-output")) return "--switch-max-files goes with --switch-output";
