@@ -17,6 +17,7 @@
 #include "perfdata/time_order.h"
 #include "perfdata/tracing_data.h"
 #include "perfdata/writer.h"
+#include "record/exit_times.h"
 #include "record/offwake_file.h"
 #include "record/tracepoint_blocks.h"
 #include "samples/block_writer.h"
@@ -76,6 +77,7 @@ class Converter {
   const perfdata::EventDesc* waking_event_ = nullptr;
   bool per_task_ = false;
   uint64_t last_time_ = 0, last_sched_time_ = 0, sched_samples_ = 0;
+  ExitTimes exits_;  // for the stamps of wakers on their way out (BlockWriter::ExitTimeFn)
   std::unordered_map<uint32_t, uint32_t> tgid_of_, parent_of_;  // from FORK records
   std::map<std::string, perfdata::BuildId> recorded_ids_;  // HEADER_BUILD_ID, by file name
   BuildIdCache file_ids_;
@@ -326,6 +328,8 @@ Status Converter::carry(Record r) {
   } else if (auto* t = std::get_if<perfdata::TaskRecord>(&r)) {
     if (t->exit) {
       pairer_->exit(t->tid, t->time, t->sample_id.cpu);
+      // perf orders an EXIT by its sample_id's time (a little before the record's own field).
+      exits_.exited(t->tid, t->sample_id.time ? t->sample_id.time : t->time);
       if (unwinder_) unwinder_->exit(t->pid, t->tid);
     } else {
       tgid_of_[t->tid] = t->pid;
@@ -414,7 +418,8 @@ Status Converter::write_samples() {
   if (unwinder_) stats_.user_unwind = unwinder_->counts();
   stats_.duration_ns = info.last_sample_time > info.first_sample_time ? info.last_sample_time - info.first_sample_time : 0;
   stats_.sample_period_ns = static_cast<uint64_t>(opt_.sample_period_us * 1000);
-  BlockWriter blocks(*writer_, *pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr, stats_);
+  BlockWriter blocks(*writer_, *pairer_, ids_, kallsyms_ ? &*kallsyms_ : nullptr, stats_, {},
+                     [this](uint32_t tid) { return exits_.of(tid); });
   OFFWAKE_TRY(blocks.write(pairer_->aggregates(), last_time_));
   return blocks.finish(last_time_);
 }
