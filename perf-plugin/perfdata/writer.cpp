@@ -45,9 +45,9 @@ Result<PerfDataWriter> PerfDataWriter::create_file(const std::string& path,
   return w;
 }
 
-Result<PerfDataWriter> PerfDataWriter::create_pipe(UniqueFd fd, std::vector<EventDesc> events,
-                                                   HostInfo host) {
-  auto sink = std::make_unique<FdSink>(std::move(fd), "standard output", false);
+Result<PerfDataWriter> PerfDataWriter::create_pipe(UniqueFd fd, std::vector<EventDesc> events, HostInfo host,
+                                                   const std::string& name) {
+  auto sink = std::make_unique<FdSink>(std::move(fd), name, false);
   return create(std::move(sink), Mode::kPipe, std::move(events), std::move(host));
 }
 

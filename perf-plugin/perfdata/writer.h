@@ -52,8 +52,10 @@ class PerfDataWriter {
   // Writes to `path` via `path`.tmp.PID (mode 0600), renamed over `path` by close().
   static Result<PerfDataWriter> create_file(const std::string& path, std::vector<EventDesc> events,
                                             HostInfo host);
-  // Streams to an open descriptor (stdout for `-o -`); the writer takes ownership.
-  static Result<PerfDataWriter> create_pipe(UniqueFd fd, std::vector<EventDesc> events, HostInfo host);
+  // Streams to an open descriptor (stdout for `-o -`, a FIFO), named `name` in errors; the
+  // writer takes ownership.
+  static Result<PerfDataWriter> create_pipe(UniqueFd fd, std::vector<EventDesc> events, HostInfo host,
+                                            const std::string& name = "standard output");
   // Any sink; Mode::kFile needs a seekable one.
   static Result<PerfDataWriter> create(std::unique_ptr<ByteSink> sink, Mode mode,
                                        std::vector<EventDesc> events, HostInfo host);

@@ -160,8 +160,14 @@ Status Converter::open_writer(const std::vector<std::string>& argv) {
   ids_ = pick_event_ids({});
   perfdata::HostInfo host = reader_->info().host;
   host.cmdline = argv;
-  auto w = opt_.output == "-" ? perfdata::PerfDataWriter::create_pipe(UniqueFd(dup(STDOUT_FILENO)), offwake_events(ids_), host)
-                              : perfdata::PerfDataWriter::create_file(opt_.output, offwake_events(ids_), host);
+  Result<perfdata::PerfDataWriter> w = Error("no output");
+  if (output_is_stream(opt_.output)) {
+    auto fd = open_output_stream(opt_.output);
+    if (!fd) return fd.error();
+    w = perfdata::PerfDataWriter::create_pipe(std::move(fd).value(), offwake_events(ids_), host, output_name(opt_.output));
+  } else {
+    w = perfdata::PerfDataWriter::create_file(opt_.output, offwake_events(ids_), host);
+  }
   if (!w) return w.error();
   writer_.emplace(std::move(w).value());
   return ok_status();

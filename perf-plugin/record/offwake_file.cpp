@@ -1,6 +1,8 @@
 #include "record/offwake_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -14,8 +16,21 @@ bool path_exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
+bool output_is_stream(const std::string& output) {
+  struct stat st {};
+  return output == "-" || (stat(output.c_str(), &st) == 0 && S_ISFIFO(st.st_mode));
+}
+
+Result<UniqueFd> open_output_stream(const std::string& output) {
+  UniqueFd fd(output == "-" ? fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0) : open(output.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno("opening " + output_name(output));
+  return fd;
+}
+
+std::string output_name(const std::string& output) { return output == "-" ? "standard output" : output; }
+
 Status move_old_output(const std::string& output) {
-  if (output == "-" || !path_exists(output)) return ok_status();
+  if (output_is_stream(output) || !path_exists(output)) return ok_status();
   const std::string old = output + ".old";
   if (rename(output.c_str(), old.c_str()) != 0) return Error::from_errno("cannot rename " + output + " to " + old);
   return ok_status();

@@ -1,5 +1,6 @@
 // What the commands that write an offwake recording (perf offwake record, perf offwake
-// convert) check and do before they start: the previous output moved aside, the --state
+// convert) check and do before they start: the previous output moved aside, or the stream
+// opened, the --state
 // letters. The pseudo-threads' names, the samples and the losses at the end are
 // samples/block_writer.h's.
 #pragma once
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "util/fd.h"
 #include "util/result.h"
 
 namespace offwake {
@@ -14,7 +16,16 @@ namespace offwake {
 // Whether `path` exists.
 bool path_exists(const std::string& path);
 
-// An existing `output` (not "-") becomes output.old, as perf record does.
+// Whether perf.data goes out as a stream (pipe mode): to standard output ("-"), or into a
+// FIFO that exists, as perf record writes into one.
+bool output_is_stream(const std::string& output);
+// The stream's descriptor: standard output's duplicate, or the FIFO opened for writing (which
+// waits for its reader, as perf record does).
+Result<UniqueFd> open_output_stream(const std::string& output);
+// How messages name the output: "standard output" for "-".
+std::string output_name(const std::string& output);
+
+// An existing `output` (not a stream) becomes output.old, as perf record does.
 Status move_old_output(const std::string& output);
 
 // --state letters (S, D, I) into OFFWAKE_WANT_* bits.

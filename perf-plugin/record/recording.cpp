@@ -113,6 +113,7 @@ std::string record_usage_error(const RecordOptions& o) {
     if (auto spec = parse_switch_output(o.switch_output); !spec) return spec.error().message();
     if (o.output == "-")
       return "--switch-output writes files: not to standard output (-o -, or no -o with standard output a pipe)";
+    if (output_is_stream(o.output)) return "--switch-output writes files: not into a FIFO (" + o.output + ")";
   }
   if (o.given.count("--switch-max-files")) {
     if (!o.given.count("--switch-output")) return "--switch-max-files goes with --switch-output";
@@ -648,9 +649,14 @@ Status Recorder::switch_file(const BlockSource::EventFn& write_event) {
 // the recording's targets; the others as samples name them), with --switch-output those that
 // the previous window saw exit. Then the samples' writer, with counts of its own.
 Status Recorder::open_file(const ProcessDescriptions* previous) {
-  const bool pipe = opt_.output == "-";
-  auto writer = pipe ? perfdata::PerfDataWriter::create_pipe(UniqueFd(dup(STDOUT_FILENO)), events_, host_)
-                     : perfdata::PerfDataWriter::create_file(opt_.output, events_, host_);
+  Result<perfdata::PerfDataWriter> writer = Error("no output");
+  if (output_is_stream(opt_.output)) {
+    auto fd = open_output_stream(opt_.output);
+    if (!fd) return fd.error();
+    writer = perfdata::PerfDataWriter::create_pipe(std::move(fd).value(), events_, host_, output_name(opt_.output));
+  } else {
+    writer = perfdata::PerfDataWriter::create_file(opt_.output, events_, host_);
+  }
   if (!writer) return writer.error();
   writer_.emplace(std::move(writer).value());
   OFFWAKE_TRY(writer_->write(*kernel_mmap_));

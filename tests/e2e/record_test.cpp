@@ -232,6 +232,29 @@ TEST(Record, PipeOutputReadByPerfScriptAndReport) {
       << piped.out;
 }
 
+// -o naming a FIFO streams into it, as perf record does: the FIFO stays (it was once moved
+// aside to FIFO.old and a regular file written in its place, its reader left with nothing),
+// and its reader gets a stream perf reads, with the workload's truth.
+TEST(Record, OutputIntoAFifoIsAStream) {
+  TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  auto rec = run("mkfifo " + fifo + " && { cat " + fifo + " > " + dir.file("stream") + " & } && " + kOffwake +
+                 " record -o " + fifo + " -- " + kWorkloads + "wl_condvar; s=$?; wait; exit $s");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto truth = parse_truth(rec.out);
+  ASSERT_EQ(truth.size(), 1u) << rec.out;
+  EXPECT_EQ(run("test -p " + fifo + " && ! test -e " + fifo + ".old").status, 0);
+  auto script = run(std::string("perf script ") + kPerfScriptFields + " -i - < " + dir.file("stream"));
+  EXPECT_EQ(script.status, 0);
+  EXPECT_EQ(script.err, "");
+  auto samples = parse_perf_script(script.out);
+  add_block_counts(samples, dir.file("stream"));
+  expect_truth_blocks(blocked_in(samples, truth[0], blocks_without_waker(rec.err)));
+  auto windows = run(kOffwake + " record -q --switch-output -o " + fifo + " -- true");
+  EXPECT_EQ(windows.status, 129);
+  EXPECT_EQ(windows.err, "perf offwake record: --switch-output writes files: not into a FIFO (" + fifo + ")\n");
+}
+
 TEST(Record, ReportShowsBlockedStacksAndWakerStacks) {
   TempDir dir;
   auto r = record(dir, "-- " + kWorkloads + "wl_condvar -n 5");
