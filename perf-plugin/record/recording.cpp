@@ -548,14 +548,19 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   while (!stop_) {
     // Wait for events at most 100 ms, and no later than --duration's end: the stop is on time.
     if (!source_->paced()) {
-      // A command's first second: its MMAP2 records are read every 2 ms, so that its code
-      // has unwind tables (--user-walker=auto) before it has blocked much.
-      int wait_ms = workload_ && opt_.user_walker == "auto" && monotonic_ns() - start < 1'000'000'000ull ? 2 : 100;
+      // With unwind tables (--user-walker=auto) the MMAP2 records are read every 10 ms, so
+      // that a process that starts meanwhile has tables before it has blocked much (at 100
+      // ms, a python3 started during a system-wide recording had its first 45 of 300 sleeps
+      // of 2 ms walked by frame pointers, cut after a frame); a command's every 2 ms in its
+      // first second, its start-up.
+      int wait_ms = 100;
+      if (opt_.user_walker == "auto")
+        wait_ms = workload_ && monotonic_ns() - start < 1'000'000'000ull ? 2 : 10;
       auto wait_until = [](uint64_t until) {
         const uint64_t now = monotonic_ns();
         return now >= until ? 0 : static_cast<int>(std::min<uint64_t>(100, (until - now + 999'999) / 1'000'000));
       };
-      if (deadline) wait_ms = wait_until(deadline);
+      if (deadline) wait_ms = std::min(wait_ms, wait_until(deadline));
       // --switch-output=TIME: no later than the window's end either.
       if (next_switch_ns_) wait_ms = std::min(wait_ms, wait_until(next_switch_ns_));
       tracking_->poll(wait_ms);
