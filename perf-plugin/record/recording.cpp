@@ -527,6 +527,9 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   OFFWAKE_TRY(open_file(nullptr));
 
   OFFWAKE_TRY(source_->start());
+  // Loading and describing what exists take a second or more: with -v, the moment recording
+  // begins (a script can start its workload then).
+  if (opt_.verbose) fprintf(stderr, "[ perf offwake record: recording (%s back end) ]\n", source_->name());
   const uint64_t start = monotonic_ns();
   window_start_ = start;
   if (switch_.mode == SwitchOutputSpec::Mode::kTime) next_switch_ns_ = start + switch_.interval_ns;

@@ -11,25 +11,11 @@
 
 #include "synth/elf_file.h"
 #include "synth/proc_maps.h"
+#include "unwind/mapped_files.h"
 #include "util/clock.h"
 
 namespace offwake {
 namespace {
-
-// Where to read a file that process `pid` maps as `path` at [start, end): through the process's
-// own root (its mount namespace) while it lives, or for a file with no name left (deleted, a
-// memfd) through the mapping itself; else the path as it is.
-std::string open_path(uint32_t pid, const std::string& path, uint64_t start, uint64_t end) {
-  const std::string proc = "/proc/" + std::to_string(pid);
-  struct stat st;
-  const bool unnamed = path.starts_with("/memfd:") || path.ends_with(" (deleted)");
-  if (!unnamed && stat((proc + "/root" + path).c_str(), &st) == 0) return proc + "/root" + path;
-  char range[64];
-  snprintf(range, sizeof range, "/map_files/%llx-%llx", static_cast<unsigned long long>(start),
-           static_cast<unsigned long long>(end));
-  if (stat((proc + range).c_str(), &st) == 0) return proc + range;
-  return path;
-}
 
 bool is_file(const std::string& path) { return !path.empty() && path[0] == '/'; }
 
@@ -48,7 +34,7 @@ void UserUnwind::add_process(uint32_t pid, std::vector<unwind::CodeMapping>& out
     if (m.perms.size() < 3 || m.perms[2] != 'x' || !is_file(m.path)) continue;
     unwind::CodeMapping c{m.start, m.end, m.pgoff, 0, {}};
     c.binary.path = m.path;
-    c.binary.open_path = open_path(pid, m.path, m.start, m.end);
+    c.binary.open_path = unwind::live_file_path(pid, m.path, m.start, m.end);
     c.binary.dev = makedev(m.maj, m.min);
     c.binary.ino = m.ino;
     out.push_back(std::move(c));
@@ -115,7 +101,7 @@ void UserUnwind::tracking(const perfdata::Record& r) {
     if (!(m->prot & PROT_EXEC) || !is_file(m->filename) || !is_target_(m->pid)) return;
     unwind::CodeMapping c{m->start, m->start + m->len, m->pgoff, m->sample_id.time, {}};
     c.binary.path = m->filename;
-    c.binary.open_path = open_path(m->pid, m->filename, m->start, m->start + m->len);
+    c.binary.open_path = unwind::live_file_path(m->pid, m->filename, m->start, m->start + m->len);
     c.binary.build_id = m->build_id;
     c.binary.dev = makedev(m->maj, m->min);
     c.binary.ino = m->ino;

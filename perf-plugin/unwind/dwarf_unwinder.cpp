@@ -77,11 +77,12 @@ class ProcessDwfl {
     if (dwfl_addrmodule(dwfl_.get(), pc)) return attached_;
     const RecordedMapping* m = mappings_.find(pid_, pc);
     if (!m || failed_.count(m->path)) return false;
-    const MappedFile& f = files_.get(m->path);
+    const std::string& file = m->open_path.empty() ? m->path : m->open_path;
+    const MappedFile& f = files_.get(file);
     std::optional<uint64_t> bias = f.bias(*m);
     bool usable = f.error.empty() && bias && (m->build_id.empty() || m->build_id == f.build_id);
     Dwfl_Module* mod = nullptr;
-    if (usable) mod = dwfl_report_elf(dwfl_.get(), m->path.c_str(), m->path.c_str(), -1, *bias, true);
+    if (usable) mod = dwfl_report_elf(dwfl_.get(), m->path.c_str(), file.c_str(), -1, *bias, true);
     if (!mod || dwfl_addrmodule(dwfl_.get(), pc) != mod) {
       failed_.insert(m->path);
       ++counts_.files_unusable;

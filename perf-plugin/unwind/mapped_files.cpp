@@ -1,5 +1,9 @@
 #include "unwind/mapped_files.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+
 #include "synth/elf_file.h"
 #include "unwind/load_bias.h"
 
@@ -10,6 +14,18 @@ std::optional<uint64_t> MappedFile::bias(const RecordedMapping& m) const {
   for (const Load& l : loads)
     if (auto bias = segment_load_bias(m.start, m.pgoff, l.offset, l.vaddr, l.memsz)) return bias;
   return std::nullopt;
+}
+
+std::string live_file_path(uint32_t pid, const std::string& path, uint64_t start, uint64_t end) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  struct stat st;
+  const bool unnamed = path.starts_with("/memfd:") || path.ends_with(" (deleted)");
+  if (!unnamed && stat((proc + "/root" + path).c_str(), &st) == 0) return proc + "/root" + path;
+  char range[64];
+  snprintf(range, sizeof range, "/map_files/%llx-%llx", static_cast<unsigned long long>(start),
+           static_cast<unsigned long long>(end));
+  if (stat((proc + range).c_str(), &st) == 0) return proc + range;
+  return path;
 }
 
 const MappedFile& MappedFiles::get(const std::string& path) {

@@ -28,6 +28,12 @@ struct MappedFile {
   std::optional<uint64_t> bias(const RecordedMapping& m) const;
 };
 
+// Where to read a file that live process `pid` maps as `path` at [start, end): through the
+// process's own root (its mount namespace: a container's file the host lacks) while it lives,
+// or for a file with no name left (deleted, a memfd) through the mapping itself
+// (/proc/PID/map_files); else the path as it is.
+std::string live_file_path(uint32_t pid, const std::string& path, uint64_t start, uint64_t end);
+
 class MappedFiles {
  public:
   const MappedFile& get(const std::string& path);

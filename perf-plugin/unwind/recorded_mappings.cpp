@@ -6,6 +6,7 @@
 
 #include "synth/own_vdso.h"
 #include "synth/proc_maps.h"
+#include "unwind/mapped_files.h"
 
 namespace offwake::unwind {
 
@@ -35,11 +36,22 @@ RecordedMappings::Process& RecordedMappings::process(uint32_t pid) {
 void RecordedMappings::read_proc(uint32_t pid, Process& p) {
   auto maps = read_proc_maps(static_cast<pid_t>(pid));
   if (!maps) return;  // gone: its stacks have no mappings
-  for (const ProcMapping& m : *maps) {
-    const std::string file = code_file(m.path);
-    if (m.perms.size() < 3 || m.perms[2] != 'x' || file.empty()) continue;
-    p.by_start[m.start] = RecordedMapping{m.start, m.end, m.pgoff, file, {}};
+  for (const ProcMapping& m : *maps)
+    if (m.perms.size() >= 3 && m.perms[2] == 'x') add(pid, p, m.start, m.end, m.pgoff, m.path, {});
+}
+
+// Live (read_proc_), a file of the process is read through /proc while the process lives: a
+// file of another mount namespace, deleted since, or a memfd can still be unwound.
+void RecordedMappings::add(uint32_t pid, Process& p, uint64_t start, uint64_t end, uint64_t pgoff,
+                           const std::string& name, const perfdata::BuildId& build_id) {
+  std::string file = code_file(name), open;
+  if (read_proc_ && !name.empty() && name[0] == '/' && name != kVdsoName) {
+    open = live_file_path(pid, name, start, end);
+    if (open == name) open.clear();
+    if (file.empty() && !open.empty()) file = name;  // deleted, read through map_files
   }
+  if (file.empty()) return;
+  p.by_start[start] = RecordedMapping{start, end, pgoff, file, build_id, open};
 }
 
 void RecordedMappings::remove_overlaps(Process& p, uint64_t start, uint64_t end) {
@@ -70,9 +82,7 @@ void RecordedMappings::mmap(const perfdata::Mmap2Record& m) {
   if (m.len == 0 || (m.cpumode & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) return;
   Process& p = process(m.pid);
   remove_overlaps(p, m.start, m.start + m.len);
-  const std::string file = code_file(m.filename);
-  if (!(m.prot & PROT_EXEC) || file.empty()) return;
-  p.by_start[m.start] = RecordedMapping{m.start, m.start + m.len, m.pgoff, file, m.build_id};
+  if (m.prot & PROT_EXEC) add(m.pid, p, m.start, m.start + m.len, m.pgoff, m.filename, m.build_id);
 }
 
 void RecordedMappings::fork(uint32_t parent_pid, uint32_t child_pid) {

@@ -22,6 +22,9 @@ struct RecordedMapping {
   uint64_t start = 0, end = 0, pgoff = 0;
   std::string path;  // of the file with the code: for the vDSO, our own copy (own_vdso_file())
   perfdata::BuildId build_id;  // the recording's, when it has one
+  // Where to read it, if not at `path`: a live process's file through /proc
+  // (live_file_path(): another mount namespace's, a deleted file, a memfd).
+  std::string open_path;
 };
 
 class RecordedMappings {
@@ -48,6 +51,8 @@ class RecordedMappings {
   };
   Process& process(uint32_t pid);
   void read_proc(uint32_t pid, Process& p);
+  void add(uint32_t pid, Process& p, uint64_t start, uint64_t end, uint64_t pgoff, const std::string& name,
+           const perfdata::BuildId& build_id);
   void remove_overlaps(Process& p, uint64_t start, uint64_t end);
 
   bool read_proc_;

@@ -166,6 +166,20 @@ TEST(Container, OurReportNamesItsFunctionsWithItsTime) {
       << folded.out.substr(0, 4000);
 }
 
+// The tracepoint back end's stack copies (--call-graph dwarf) are unwound from the container's
+// binary read through its process (/proc/PID/root), as the BPF tables are built: they were
+// opened by the path, which the host lacks, and every stack ended after its first frame.
+TEST(Container, StackCopiesAreUnwoundThroughItsProcess) {
+  const ContainerRecording r = record_container({"-a", "--backend", "tracepoint", "--call-graph", "dwarf"});
+  expect_recorded(r);
+  auto folded = run("PERF_BUILDID_DIR=" + r.cache + " " + kOffwake + " report --folded --no-waker -i " + r.data +
+                    " --tid " + std::to_string(r.host_child));
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  EXPECT_NE(folded.out.find("ctr_app;_start;__libc_start_main_impl;__libc_start_call_main;main;wl_wait_for_message;"),
+            std::string::npos)
+      << folded.out.substr(0, 4000) << r.err;
+}
+
 // Debian's perf 6.1 and perf 6.12, the cache given with --buildid-dir: the same functions, the
 // same time, and the host's pids on every sample of the container's threads.
 TEST(Container, PerfNamesItsFunctionsWithHostPids) {

@@ -39,8 +39,9 @@ struct SideBySideRecording {
 };
 
 // Waits until `offwake` (a perf offwake record) has its BPF programs attached to sched_switch
-// and sched_waking, at most 60 s; a recorder that exits first (its stderr in `err_file`) or
-// takes longer is a test failure (false).
+// and sched_waking (or, run with -v and the tracepoint back end, says it records), at most 60
+// s; a recorder that exits first (its stderr in `err_file`) or takes longer is a test failure
+// (false).
 bool wait_attached(Spawned& offwake, const std::string& err_file);
 
 class SideBySide {
