@@ -152,6 +152,7 @@ struct scratch {
 	__u8 window[WINDOW + 16];
 	struct walk_words read; /* what the last walk in this slot read (stack_read.bpf.h) */
 	__u64 kernel_sp;        /* where a kernel stack starts (kernel_memo.bpf.h) */
+	__u8 code[8];           /* the bytes before a return address (user_stack.bpf.h, follows_call) */
 };
 enum { SLOT_SWITCH, SLOT_WAKING, SLOT_SYSCALL, SLOT_RETURN, SLOT_OTHER, NR_SLOTS };
 

@@ -32,8 +32,37 @@ static __always_inline long next_frame(struct walk_ctx *w, __u64 pc, __u64 sp, _
 	return 0;
 }
 
+/* Whether the code before `ret` ends with a call, as a return address's does: one of the forms
+ * compilers emit (call rel32; call through a register, or through memory addressed by a
+ * register, a SIB byte or rip, with or without a displacement). A walk by frame pointers of
+ * code built without them reads words that are none (a time, a pointer to data); most are
+ * not even mapped, and the read fails. c[7] is the byte just before `ret`. */
+static __always_inline int follows_call(struct walk_ctx *w, __u64 ret, int other_task)
+{
+	__u8 *c = w->s->code;
+	long err;
+
+	if (ret < 8)
+		return 0;
+	if (other_task)
+		err = bpf_copy_from_user_task(c, 8, (void *)(ret - 8), w->task, 0);
+	else
+		err = bpf_probe_read_user(c, 8, (void *)(ret - 8));
+	if (err)
+		return 0;
+	return c[3] == 0xe8 ||                                                          /* call rel32 */
+	       (c[6] == 0xff && ((c[7] & 0xf8) == 0xd0 || (c[7] & 0xf8) == 0x10)) ||    /* *%reg, *(%reg) */
+	       (c[5] == 0xff && ((c[6] & 0xf8) == 0x50 || c[6] == 0x14)) ||             /* *d8(%reg), *(sib) */
+	       (c[4] == 0xff && c[5] == 0x54) ||                                        /* *d8(sib) */
+	       (c[2] == 0xff && (c[3] == 0x15 || (c[3] & 0xf8) == 0x90)) ||             /* *d32(%rip), *d32(%reg) */
+	       (c[1] == 0xff && c[2] == 0x94);                                          /* *d32(sib) */
+}
+
 /* By frame pointer: {caller's rbp, return address} at rbp. A zero rbp is the outermost frame
- * (_start and a new thread clear it). */
+ * (_start and a new thread clear it). With --user-walker=auto this is the way only for code
+ * without a table: a process that started a moment ago, a binary whose table is still being
+ * built, JIT code; most of that has no frame pointers, so a return address that follows no
+ * call ends the walk there (a bad frame), rather than give a word of data as a caller. */
 static __always_inline long fp_step(struct walk_ctx *w, int other_task)
 {
 	__u64 fp = w->bp, next, ret;
@@ -43,6 +72,8 @@ static __always_inline long fp_step(struct walk_ctx *w, int other_task)
 		return walk_end(w, OFFWAKE_WALK_COMPLETE);
 	if ((err = stack_word(w, fp, &next, other_task, 1)) || (err = stack_word(w, fp + 8, &ret, other_task, 1)))
 		return walk_end(w, err);
+	if (cfg.unwind_tables && !follows_call(w, ret, other_task))
+		return walk_end(w, OFFWAKE_WALK_BAD_FRAME);
 	return next_frame(w, ret, fp + 16, next, 0);
 }
 
