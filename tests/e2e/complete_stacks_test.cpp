@@ -26,6 +26,7 @@
 #include "support/blocked_samples.h"
 #include "support/paths.h"
 #include "support/perf_script.h"
+#include "support/report_table.h"
 #include "support/run.h"
 #include "support/side_by_side.h"
 #include "support/spawned.h"
@@ -463,18 +464,11 @@ TEST(CompleteStacks, AProcessStartedDuringARecordingSoonHasTables) {
   const std::string pid = r.out.substr(0, r.out.find('\n'));
   auto report = run(kOffwake + " report --stdio --no-waker --pid " + pid + " -i " + data);
   ASSERT_EQ(report.status, 0) << report.err;
-  uint64_t sleeps = 0, whole = 0;
-  std::istringstream lines(report.out);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream f(line);
-    double total = 0, share = 0;
-    std::string unit, percent;
-    uint64_t count = 0;
-    if (line.empty() || line[0] == '#' || !(f >> total >> unit >> share >> percent >> count)) continue;
-    if (line.find("hrtimer_nanosleep") == std::string::npos) continue;
-    sleeps += count;
-    if (line.find("Py_BytesMain") != std::string::npos) whole += count;
-  }
+  auto naming = [](const char* a, const char* b) {
+    return [a, b](const std::string& l) { return l.find(a) != std::string::npos && l.find(b) != std::string::npos; };
+  };
+  const uint64_t sleeps = rows_count(report.out, naming("hrtimer_nanosleep", "hrtimer_nanosleep"));
+  const uint64_t whole = rows_count(report.out, naming("hrtimer_nanosleep", "Py_BytesMain"));
   EXPECT_GE(sleeps, 300 - max_missed_blocks(300)) << report.out;
   EXPECT_LE(sleeps, 300u) << report.out;
   EXPECT_GE(whole * 10, 300u * 9) << report.out;

@@ -22,6 +22,7 @@
 #include "support/perf_script.h"
 #include "support/run.h"
 #include "support/truth.h"
+#include "support/waker_names.h"
 
 namespace offwake::test {
 namespace {
@@ -174,21 +175,7 @@ TEST(Convert, AWakerOnItsWayOutIsNamedByEveryPerf) {
   TempDir dir;
   Converted c = stock_then_convert(dir, kSystemWide, "wl_pipe -n 5");
   ASSERT_EQ(c.convert.status, 0) << c.convert.err;
-  for (const std::string& perf : {std::string(kDebianPerf), perf612_path()}) {
-    SCOPED_TRACE(perf);
-    auto script = run(perf + " script -F comm,tid,event -i " + dir.file("offwake.data"));
-    ASSERT_EQ(script.status, 0) << script.err;
-    size_t wakers = 0;
-    std::istringstream lines(script.out);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.find("offwake-waker") == std::string::npos) continue;
-      ++wakers;
-      std::string comm;
-      std::istringstream(line) >> comm;
-      EXPECT_NE(comm[0], ':') << line;
-    }
-    EXPECT_GE(wakers, 3u) << script.out;
-  }
+  expect_wakers_named_by_every_perf(dir.file("offwake.data"), 3);
 }
 
 // The output is an off-wake recording like any: our own report and the bundled scripts, under

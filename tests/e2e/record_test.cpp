@@ -28,6 +28,7 @@
 #include "support/side_by_side.h"
 #include "support/spawned.h"
 #include "support/truth.h"
+#include "support/waker_names.h"
 #include "support/usage_error.h"
 
 namespace offwake::test {
@@ -767,23 +768,9 @@ TEST(Record, AWakerOnItsWayOutIsNamedByEveryPerf) {
   const std::string data = dir.file("perf.data");
   auto rec = run(kOffwake + " record -q -o " + data + " -- " + kWorkloads + "wl_pipe -n 5");
   ASSERT_EQ(rec.status, 0) << rec.err;
-  for (const std::string& perf : {std::string(kDebianPerf), perf612_path()}) {
-    SCOPED_TRACE(perf);
-    auto script = run(perf + " script -F comm,tid,event -i " + data);
-    ASSERT_EQ(script.status, 0) << script.err;
-    size_t wakers = 0;
-    std::istringstream lines(script.out);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.find("offwake-waker") == std::string::npos) continue;
-      ++wakers;
-      std::string comm;
-      std::istringstream(line) >> comm;
-      EXPECT_NE(comm[0], ':') << line;
-    }
-    // The child's read woken by its parent, the parent's sleeps by the timer and its wait by
-    // the child.
-    EXPECT_GE(wakers, 3u) << script.out;
-  }
+  // The child's read woken by its parent, the parent's sleeps by the timer and its wait by
+  // the child.
+  expect_wakers_named_by_every_perf(data, 3);
 }
 
 // As perf record -p: the recording ends when the processes given (or the thread of -t) have

@@ -15,6 +15,7 @@
 #include "support/blocked_samples.h"
 #include "support/paths.h"
 #include "support/perf_script.h"
+#include "support/report_table.h"
 #include "support/run.h"
 #include "support/tolerances.h"
 #include "support/truth.h"
@@ -319,17 +320,9 @@ TEST(TracepointBackend, RingBufferLossesAreCounted) {
   EXPECT_GT(summary_count(r.err, " blocks (aggregation map full"), 0u) << r.err;
   auto pipes = run(kOffwake + " report --stdio --comm sched-pipe -i " + dir.file("perf.data"));
   ASSERT_EQ(pipes.status, 0) << pipes.err;
-  uint64_t blocks = 0, unseen = 0;
-  std::istringstream lines(pipes.out);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream f(line);
-    double total = 0, share = 0;
-    std::string unit, percent;
-    uint64_t count = 0;
-    if (line.empty() || line[0] == '#' || !(f >> total >> unit >> share >> percent >> count)) continue;
-    if (line.find(" [S]: ") != std::string::npos) blocks += count;
-    else if (line.find("woken by [no waker seen]") != std::string::npos) unseen += count;
-  }
+  const uint64_t blocks = rows_count(pipes.out, [](const std::string& l) { return l.find(" [S]: ") != std::string::npos; });
+  const uint64_t unseen =
+      rows_count(pipes.out, [](const std::string& l) { return l.find("woken by [no waker seen]") != std::string::npos; });
   ASSERT_GT(blocks, 1000u) << pipes.out;
   EXPECT_LE(unseen * 100, blocks) << pipes.out;
   auto report = run("perf report --stdio -i " + dir.file("perf.data") + " 2>&1 | head -40");

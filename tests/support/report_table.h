@@ -52,6 +52,21 @@ inline TableRows rows_naming(const std::string& table, const std::string& functi
   return t;
 }
 
+// The count column summed over the table's lines (blocked-stack rows and waker lines alike)
+// that `keep(line)` accepts; comment lines are no rows.
+template <class Keep>
+uint64_t rows_count(const std::string& table, Keep keep) {
+  uint64_t n = 0;
+  for (const std::string& line : lines_of(table)) {
+    std::istringstream cells(line);
+    std::string total, unit, share;
+    uint64_t count = 0;
+    if (line.empty() || line[0] == '#' || !(cells >> total >> unit >> share >> count) || !keep(line)) continue;
+    n += count;
+  }
+  return n;
+}
+
 // The time of the table's waker lines ("woken by ...") that hold `text`, summed.
 inline double waker_lines_ns(const std::string& table, const std::string& text) {
   double ns = 0;
