@@ -100,7 +100,8 @@ class ProcessDwfl {
     if (u.read_beyond_copy) return Outcome::kCopyTooSmall;
     // libdwfl ends without an error at a frame whose return address is undefined: the
     // outermost one by its CFI (_start, clone3), or one whose return address could not be read.
-    return rc == 0 && !u.read_failed ? Outcome::kComplete : Outcome::kStopped;
+    if (rc == 0 && !u.read_failed) return Outcome::kComplete;
+    return !u.pcs.empty() && at_entry_point(u.pcs.back()) ? Outcome::kComplete : Outcome::kStopped;
   }
 
  private:
@@ -120,6 +121,21 @@ class ProcessDwfl {
       return DWARF_CB_ABORT;
     }
     return DWARF_CB_OK;
+  }
+
+  // Whether `pc` (a frame's, one byte into its call) lies in the first bytes of its file's
+  // entry point (ELF e_entry: _start), an outermost frame whatever its CFI says: the dynamic
+  // loader's _start does not mark its return address undefined, and libdwfl then reads past
+  // it and fails, after the whole stack.
+  bool at_entry_point(uint64_t pc) const {
+    constexpr uint64_t kEntryBytes = 64;  // _start's call is within them (ld.so's at +7, libc's at +0x25)
+    Dwfl_Module* mod = dwfl_addrmodule(dwfl_.get(), pc);
+    GElf_Addr bias = 0;
+    Elf* elf = mod ? dwfl_module_getelf(mod, &bias) : nullptr;
+    GElf_Ehdr ehdr;
+    if (!elf || !gelf_getehdr(elf, &ehdr) || !ehdr.e_entry) return false;
+    const uint64_t entry = ehdr.e_entry + bias;
+    return pc >= entry && pc < entry + kEntryBytes;
   }
 
   // libdwfl's thread callbacks: one thread, whatever its tid, whose state is the copy's.
