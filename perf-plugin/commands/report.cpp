@@ -281,6 +281,7 @@ int cmd_report(const std::vector<std::string>& args) {
     if (i == 0) profile = std::move(loaded).value();
     else report::merge_profile(profile, std::move(loaded).value());
   }
+  for (const auto& w : profile.warnings) fprintf(stderr, "perf offwake report: warning: %s\n", w.c_str());
   if (wallclock && !profile.on_cpu_samples)
     fprintf(stderr, "perf offwake report: %s has no on-CPU samples (record with --on-cpu): off-CPU time only\n",
             input.c_str());

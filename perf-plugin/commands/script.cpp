@@ -56,6 +56,7 @@ int cmd_script(const std::vector<std::string>& args) {
     return status;
   }
   Status s = run_session(*reader, **host);
+  if (auto cut = reader->cut_short()) fprintf(stderr, "perf offwake script: warning: %s\n", cut->c_str());
   if (!s) {
     int status = (*host)->exit_status();
     if (status == 0) return kExitOk;  // sys.exit(0) from a handler

@@ -167,7 +167,7 @@ PerfDataReader::PerfDataReader(PerfDataReader&&) noexcept = default;
 PerfDataReader& PerfDataReader::operator=(PerfDataReader&&) noexcept = default;
 PerfDataReader::~PerfDataReader() = default;
 
-Status PerfDataReader::read_exact(void* buf, size_t n, bool* eof) {
+Result<size_t> PerfDataReader::read_stream(void* buf, size_t n) {
   auto* p = static_cast<uint8_t*>(buf);
   size_t got = 0;
   while (got < n) {
@@ -176,20 +176,29 @@ Status PerfDataReader::read_exact(void* buf, size_t n, bool* eof) {
     if (*r == 0) break;
     got += *r;
   }
-  if (eof) *eof = (got == 0);
-  if (got == n || (eof && got == 0)) return ok_status();
-  return Error::bad_input(what_ + ": truncated at offset " + hex(offset_ + got));
+  return got;
+}
+
+Result<std::optional<Record>> PerfDataReader::stream_cut(uint64_t at, uint64_t got) {
+  if (records_read_ == 0)
+    return Error::bad_input(what_ + ": truncated at offset " + hex(at + got) + ", before any record");
+  cut_ = std::pair(at, at + got);
+  return std::optional<Record>{};
+}
+
+std::optional<std::string> PerfDataReader::cut_short() const {
+  if (!cut_) return std::nullopt;
+  return what_ + ": the data is cut at offset " + hex(cut_->second) + ", inside the record at " + hex(cut_->first) +
+         ": the records before it are read";
 }
 
 Status PerfDataReader::start() {
   PipeHeader ph{};
-  bool eof = false;
-  if (Status s = read_exact(&ph, sizeof ph, &eof); !s) {
-    // A read that failed is not a short file: the kind says which it was.
-    const ErrorKind kind = s.error().is(ErrorKind::kIo) ? ErrorKind::kIo : ErrorKind::kBadInput;
-    return Error(what_ + ": not a perf.data file (shorter than a header)", 0, kind);
-  }
-  if (eof) return Error::bad_input(what_ + ": empty input, not a perf.data file");
+  auto got = read_stream(&ph, sizeof ph);
+  // A read that failed is not a short file: the kind says which it was.
+  if (!got) return got.error();
+  if (*got == 0) return Error::bad_input(what_ + ": empty input, not a perf.data file");
+  if (*got < sizeof ph) return Error::bad_input(what_ + ": not a perf.data file (shorter than a header)");
   if (ph.magic == 0 && src_->seekable())
     return Error::bad_input(what_ + ": header was never written (the recording did not finish)");
   // Bad input rather than unsupported: nothing in such a file can be read, and unsupported
@@ -310,19 +319,25 @@ Status PerfDataReader::handle_pipe_record(const perf_event_header& h, std::span<
 
 // In a stream, the tracing data (the feature section HEADER_TRACING_DATA of a file) follows
 // its record rather than being in it: u32 size in the record, then the data padded to 8 bytes.
-Status PerfDataReader::read_pipe_tracing_data(std::span<const uint8_t> payload) {
+// False: the stream ends inside it.
+Result<bool> PerfDataReader::read_pipe_tracing_data(std::span<const uint8_t> payload) {
   constexpr uint32_t kMaxTracingData = 256u << 20;
   uint32_t size = 0;
   if (payload.size() < sizeof size) return Error::bad_input("tracing data record is too short");
   std::memcpy(&size, payload.data(), sizeof size);
   if (size > kMaxTracingData) return Error::bad_input("tracing data of " + std::to_string(size) + " bytes is too large");
   Bytes data(align8(size));
-  OFFWAKE_TRY(read_exact(data.data(), data.size(), nullptr));
+  auto got = read_stream(data.data(), data.size());
+  if (!got) return got.error();
+  if (*got < data.size()) {
+    offset_ += *got;  // the end of the stream, for stream_cut()
+    return false;
+  }
   offset_ += data.size();
   data.resize(size);
   info_.features.push_back(kFeatTracingData);
   info_.other_sections[kFeatTracingData] = std::move(data);
-  return ok_status();
+  return true;
 }
 
 Result<Record> PerfDataReader::read_at(uint64_t offset) {
@@ -341,15 +356,17 @@ Result<Record> PerfDataReader::read_at(uint64_t offset) {
 Result<std::optional<Record>> PerfDataReader::next() {
   for (;;) {
     if (mode_ == Mode::kFile && offset_ >= data_end_) return std::optional<Record>{};
+    if (cut_) return std::optional<Record>{};
     perf_event_header h{};
     const uint64_t at = offset_;
     if (mode_ == Mode::kFile) {
       if (data_end_ - offset_ < sizeof h) return Error::bad_input(what_ + ": truncated record at offset " + hex(at));
       OFFWAKE_TRY(src_->pread(&h, sizeof h, offset_));
     } else {
-      bool eof = false;
-      OFFWAKE_TRY(read_exact(&h, sizeof h, &eof));
-      if (eof) return std::optional<Record>{};
+      auto got = read_stream(&h, sizeof h);
+      if (!got) return got.error();
+      if (*got == 0) return std::optional<Record>{};
+      if (*got < sizeof h) return stream_cut(at, *got);
     }
     if (h.size < sizeof h)
       return Error::bad_input(what_ + ": record at offset " + hex(at) + " has size " + std::to_string(h.size));
@@ -359,15 +376,16 @@ Result<std::optional<Record>> PerfDataReader::next() {
         return Error::bad_input(what_ + ": record at offset " + hex(at) + " overruns the data section");
       if (!record_.empty()) OFFWAKE_TRY(src_->pread(record_.data(), record_.size(), offset_ + sizeof h));
     } else {
-      offset_ += sizeof h;
-      OFFWAKE_TRY(read_exact(record_.data(), record_.size(), nullptr));
-      offset_ -= sizeof h;
+      auto got = read_stream(record_.data(), record_.size());
+      if (!got) return got.error();
+      if (*got < record_.size()) return stream_cut(at, sizeof h + *got);
     }
     offset_ += h.size;
 
     if (mode_ == Mode::kPipe && h.type == kRecordHeaderTracingData) {
-      auto s = read_pipe_tracing_data(record_);
-      if (!s) return s.error().context(what_ + ": record at offset " + hex(at));
+      auto whole = read_pipe_tracing_data(record_);
+      if (!whole) return whole.error().context(what_ + ": record at offset " + hex(at));
+      if (!*whole) return stream_cut(at, offset_ - at);
       continue;
     }
     if (mode_ == Mode::kPipe && (h.type == kRecordHeaderAttr || h.type == kRecordHeaderFeature ||
@@ -399,6 +417,7 @@ Result<std::optional<Record>> PerfDataReader::next() {
       rec = decode_record(events_[0].attr, h, record_);
     }
     if (!rec) return rec.error().context(what_ + ": record at offset " + hex(at));
+    ++records_read_;
     return std::optional<Record>(std::move(rec).value());
   }
 }

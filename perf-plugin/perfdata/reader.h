@@ -1,5 +1,7 @@
 // PerfDataReader: reads what PerfDataWriter (or perf record) writes, file or pipe format.
-// Truncated or corrupt input yields an Error naming the offset, never a crash.
+// Truncated or corrupt input yields an Error naming the offset, never a crash; but a stream
+// that ends inside a record after some records is read up to its last whole record, as perf
+// reads it, and cut_short() says where it ended.
 #pragma once
 
 #include <memory>
@@ -53,13 +55,22 @@ class PerfDataReader {
   // progress reports.
   uint64_t input_offset() const { return offset_; }
   uint64_t input_size() const { return src_ && src_->seekable() ? src_->size() : 0; }
+  // A stream that ended inside a record: next() ended at the record before, and this is a
+  // one-line warning that says where the data was cut. Empty for a stream that ended on a
+  // record boundary, or while it has not ended. (A file's header says how long its data is:
+  // a file cut short is an error, as perf has it.)
+  std::optional<std::string> cut_short() const;
 
  private:
   PerfDataReader() = default;
   Status start();
   Status read_file_header();
-  Status read_exact(void* buf, size_t n, bool* eof);
-  Status read_pipe_tracing_data(std::span<const uint8_t> payload);
+  // Reads n bytes from the stream, fewer only at its end; returns how many.
+  Result<size_t> read_stream(void* buf, size_t n);
+  // The end of a stream inside the record at `at`, after `got` of its bytes: the end of the
+  // records, or an error before any was read (nothing to show).
+  Result<std::optional<Record>> stream_cut(uint64_t at, uint64_t got);
+  Result<bool> read_pipe_tracing_data(std::span<const uint8_t> payload);
   Status handle_pipe_record(const perf_event_header& h, std::span<const uint8_t> payload);
   void name_events();
 
@@ -70,6 +81,8 @@ class PerfDataReader {
   std::vector<EventDesc> events_;
   uint64_t offset_ = 0;    // of the next record, for messages and file-mode bounds
   uint64_t data_start_ = 0, data_end_ = 0;  // file mode
+  uint64_t records_read_ = 0;               // data records next() returned
+  std::optional<std::pair<uint64_t, uint64_t>> cut_;  // stream: (record's offset, end of the data)
   Bytes record_;
 };
 

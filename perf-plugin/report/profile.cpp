@@ -341,6 +341,7 @@ void merge_profile(Profile& into, Profile from) {
   into.unpaired += from.unpaired;
   into.chains_cut_short += from.chains_cut_short;
   into.stray_hop_samples += from.stray_hop_samples;
+  for (std::string& w : from.warnings) into.warnings.push_back(std::move(w));
 }
 
 uint64_t counter(const Profile& p, std::string_view name) {
@@ -384,6 +385,7 @@ Result<Profile> load_profile(const std::string& input, const Filters& filters, c
     if (progress) progress(reader->input_offset(), total);
   }));
   builder.finish();
+  if (auto cut = reader->cut_short()) profile.warnings.push_back(*cut);
   profile.stray_hop_samples = stream.stats().stray_hop_samples;
   profile.info = reader->info();
   profile.wakers_dropped = filters.no_waker;

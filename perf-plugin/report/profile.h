@@ -114,6 +114,9 @@ struct Profile {
   // of off_cpu_ns; 0 for an exact recording.
   uint64_t sample_period_ns = 0;
   double off_cpu_variance = 0;
+  // What of the input could not be used, one line each, naming the input: for the command
+  // to say on standard error (a stream cut inside a record).
+  std::vector<std::string> warnings;
 };
 
 // The standard error of a sampled time, from its estimated variance.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -172,6 +173,62 @@ TEST(Report, ReadsAStream) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("wl_wait_for_message"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(";--;"), std::string::npos) << r.out;
+}
+
+// A stream cut inside a record (a pipe or a file of it cut short) reads as perf reads it: the
+// records before the cut, with a one-line warning that says where it was cut, exit 0; report
+// and script alike. Cut before its first record, nothing can be shown: an error.
+TEST(Report, AStreamCutInsideARecordIsReadUpToTheCut) {
+  TempDir dir;
+  const std::string stream = dir.file("stream.data"), cut = dir.file("cut.data"), py = dir.file("count.py");
+  auto rec = run(kOffwake + " record -q --timeline -o - -- " + kWorkloads + "wl_condvar > " + stream);
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const std::string bytes = read_file(stream);
+  // The records' offsets, by walking their headers (u32 type, u16 misc, u16 size).
+  std::vector<size_t> at;
+  for (size_t o = 16; o + 8 <= bytes.size();) {
+    at.push_back(o);
+    uint16_t size = 0;
+    std::memcpy(&size, bytes.data() + o + 6, sizeof size);
+    if (size < 8) break;
+    o += size;
+  }
+  ASSERT_GT(at.size(), 20u);
+  {
+    FILE* f = fopen(py.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("n = 0\ndef process_event(param_dict):\n    global n\n    n += 1\n"
+          "def trace_end():\n    print('events', n)\n", f);
+    fclose(f);
+  }
+  auto hex = [](size_t v) {
+    std::ostringstream s;
+    s << "0x" << std::hex << v;
+    return s.str();
+  };
+  // Inside the header of a record, and inside the payload of another.
+  for (size_t n : {at[at.size() * 2 / 3] + 5, at[at.size() - 2] + 12}) {
+    SCOPED_TRACE("cut at " + std::to_string(n) + " of " + std::to_string(bytes.size()));
+    ASSERT_EQ(run("head -c " + std::to_string(n) + " " + stream + " > " + cut).status, 0);
+    auto r = run(kOffwake + " report -i - --stdio < " + cut);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("warning: standard input: the data is cut at offset " + hex(n) + ","), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.out.find("wl_wait_for_signal"), std::string::npos) << r.out;
+    auto s = run(kOffwake + " script -i " + cut + " -s " + py);
+    EXPECT_EQ(s.status, 0) << s.err;
+    EXPECT_NE(s.err.find("warning: " + cut + ": the data is cut at offset " + hex(n) + ","), std::string::npos)
+        << s.err;
+    EXPECT_NE(s.out.find("events "), std::string::npos) << s.out;
+    EXPECT_EQ(s.out.find("events 0\n"), std::string::npos) << s.out;
+  }
+  // Cut inside the first records (the event descriptions): nothing to show.
+  ASSERT_EQ(run("head -c 40 " + stream + " > " + cut).status, 0);
+  auto r = run(kOffwake + " report -i - --stdio < " + cut);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 // The table of `perf offwake report --stdio`: a row per blocked stack, with the lines under it

@@ -18,6 +18,7 @@ struct Outcome {
   bool opened = false;
   std::optional<Error> error;  // from open or from next()
   size_t records = 0;          // data records returned before the end or the error
+  std::optional<std::string> cut;  // the reader's cut_short() at the end
 };
 
 Outcome read_outcome(const Bytes& data) {
@@ -36,7 +37,10 @@ Outcome read_outcome(const Bytes& data) {
       out.error = rec.error();
       return out;
     }
-    if (!*rec) return out;
+    if (!*rec) {
+      out.cut = r->cut_short();
+      return out;
+    }
     ++out.records;
   }
   ADD_FAILURE() << "reader returned more records than the input can hold";
@@ -121,7 +125,15 @@ TEST(ReaderTruncation, FileModeEveryPrefixIsAnError) {
   }
 }
 
-TEST(ReaderTruncation, PipeModePrefixIsAnErrorUnlessItEndsOnARecordBoundary) {
+std::string hex(size_t v) {
+  char s[32];
+  snprintf(s, sizeof s, "0x%zx", v);
+  return s;
+}
+
+// A stream cut inside a record reads as perf reads it: the records before the cut, and a
+// warning that says where it was cut; cut before any data record, it is an error.
+TEST(ReaderTruncation, PipeModePrefixReadsTheRecordsBeforeTheCut) {
   const Bytes full = pipe_image();
   const size_t nr_data_records = test::every_record().size();
   ASSERT_EQ(read_outcome(full).records, nr_data_records);
@@ -135,7 +147,7 @@ TEST(ReaderTruncation, PipeModePrefixIsAnErrorUnlessItEndsOnARecordBoundary) {
   }
   ASSERT_EQ(data_records, nr_data_records);
 
-  size_t accepted = 0;
+  size_t accepted = 0, cut = 0;
   for (size_t n = 0; n < full.size(); ++n) {
     Outcome o = read_outcome(Bytes(full.begin(), full.begin() + n));
     auto b = boundaries.find(n);
@@ -143,14 +155,28 @@ TEST(ReaderTruncation, PipeModePrefixIsAnErrorUnlessItEndsOnARecordBoundary) {
       // A stream cut between records is a shorter, valid stream: it reads to its end.
       EXPECT_EQ(o.error, std::nullopt) << "cut at record boundary " << n << ": " << o.error->message();
       EXPECT_EQ(o.records, b->second) << "cut at " << n;
+      EXPECT_EQ(o.cut, std::nullopt) << "cut at record boundary " << n;
       ++accepted;
-    } else {
-      ASSERT_TRUE(o.error) << "prefix of " << n << " bytes, not on a record boundary, was accepted";
+      continue;
+    }
+    auto after = boundaries.upper_bound(n);
+    const size_t before = after == boundaries.begin() ? 0 : std::prev(after)->second;
+    if (before == 0) {
+      ASSERT_TRUE(o.error) << "prefix of " << n << " bytes, cut before any data record, was accepted";
       expect_one_line(*o.error);
       expect_kind(*o.error, ErrorKind::kBadInput);
+      continue;
     }
+    ASSERT_EQ(o.error, std::nullopt) << "prefix of " << n << " bytes: " << o.error->message();
+    EXPECT_EQ(o.records, before) << "prefix of " << n << " bytes";
+    ASSERT_TRUE(o.cut) << "prefix of " << n << " bytes read without a warning";
+    EXPECT_EQ(o.cut->find('\n'), std::string::npos) << *o.cut;
+    EXPECT_NE(o.cut->find("cut at offset " + hex(n) + ","), std::string::npos) << *o.cut;
+    EXPECT_NE(o.cut->find("inside the record at " + hex(std::prev(after)->first)), std::string::npos) << *o.cut;
+    ++cut;
   }
   EXPECT_EQ(accepted, boundaries.size());
+  EXPECT_GT(cut, 0u);
 }
 
 TEST(ReaderMalformed, EmptyInput) { expect_error({}, "empty input"); }
