@@ -10,6 +10,7 @@
 #include "commands/options.h"
 #include "perfdata/reader.h"
 #include "report/sample_stream.h"
+#include "samples/offwake_events.h"
 #include "script/python_host.h"
 #include "script/sample_dict.h"
 #include "symbolize/symbolizer.h"
@@ -39,8 +40,9 @@ int cmd_script(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   auto reader = perfdata::PerfDataReader::open(input);
-  if (!reader) {
-    fprintf(stderr, "perf offwake script: %s\n", reader.error().message().c_str());
+  Status offwake = reader ? check_offwake_recording(reader->events(), input) : Status(reader.error());
+  if (!offwake) {
+    fprintf(stderr, "perf offwake script: %s\n", offwake.error().message().c_str());
     return kExitFailure;
   }
   // A closed standard output is a BrokenPipeError in the script (python3 ignores SIGPIPE too).

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "perfdata/format.h"
 #include "perfdata/record_encoder.h"
@@ -210,6 +211,12 @@ Status PerfDataReader::start() {
   offset_ = sizeof ph;
   if (ph.size == sizeof(PipeHeader)) {
     mode_ = Mode::kPipe;
+    // A stream's event descriptions and features are its first records: read up to its first
+    // data record now, so that events() and info() say what it holds before it is read.
+    auto first = next();
+    if (!first) return first.error();
+    first_ = std::move(first).value();
+    have_first_ = true;
     return ok_status();
   }
   if (!src_->seekable())
@@ -354,6 +361,10 @@ Result<Record> PerfDataReader::read_at(uint64_t offset) {
 }
 
 Result<std::optional<Record>> PerfDataReader::next() {
+  if (have_first_) {
+    have_first_ = false;
+    return std::exchange(first_, std::nullopt);
+  }
   for (;;) {
     if (mode_ == Mode::kFile && offset_ >= data_end_) return std::optional<Record>{};
     if (cut_) return std::optional<Record>{};

@@ -39,7 +39,8 @@ class PerfDataReader {
   ~PerfDataReader();
 
   Mode mode() const { return mode_; }
-  // Feature sections. In pipe mode they arrive as records, so this fills in while reading.
+  // Feature sections. In pipe mode they arrive as records: those before the first data record
+  // (the event descriptions among them) are read when the reader opens, the rest while reading.
   const FileInfo& info() const { return info_; }
   const std::vector<EventDesc>& events() const { return events_; }
   // The event a sample belongs to (by its id), or nullptr.
@@ -83,6 +84,9 @@ class PerfDataReader {
   uint64_t data_start_ = 0, data_end_ = 0;  // file mode
   uint64_t records_read_ = 0;               // data records next() returned
   std::optional<std::pair<uint64_t, uint64_t>> cut_;  // stream: (record's offset, end of the data)
+  // Stream: the first data record, read when opening, for next() to return first.
+  std::optional<Record> first_;
+  bool have_first_ = false;
   Bytes record_;
 };
 

@@ -367,15 +367,7 @@ Result<Profile> load_profile(const std::string& input, const Filters& filters, c
     return Error::usage("--kernel-only and --user-only exclude each other");
   auto reader = perfdata::PerfDataReader::open(input);
   if (!reader) return reader.error();
-  // The scheduler tracepoints recorded by perf record are events to pair, not times: their
-  // samples (a period of 1 each) would read as on-CPU nanoseconds.
-  const auto& events = reader->events();
-  const auto named = [&](const char* name) {
-    return std::any_of(events.begin(), events.end(), [&](const perfdata::EventDesc& e) { return e.name == name; });
-  };
-  if (!named(kOffwakeTimeEvent) && named("sched:sched_switch"))
-    return Error::usage(input + " holds the scheduler tracepoints, not blocked time: make it a recording of perf offwake "
-                                "with 'perf offwake convert -i " + input + " -o OUT' and report OUT");
+  OFFWAKE_TRY(check_offwake_recording(reader->events(), input));
   Profile profile;
   symbolize::Symbolizer symbolizer;
   SampleStream stream(*reader, symbolizer);

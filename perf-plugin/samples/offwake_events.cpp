@@ -35,6 +35,21 @@ std::vector<perfdata::EventDesc> offwake_events(OffwakeEventIds ids) {
   return events;
 }
 
+Status check_offwake_recording(const std::vector<perfdata::EventDesc>& events, const std::string& input) {
+  const auto named = [&](const char* name) {
+    return std::any_of(events.begin(), events.end(), [&](const perfdata::EventDesc& e) { return e.name == name; });
+  };
+  if (named(kOffwakeTimeEvent)) return ok_status();
+  const std::string what = input == "-" ? "standard input" : input;
+  // Their samples (a period of 1 each) would read as on-CPU nanoseconds.
+  if (named("sched:sched_switch"))
+    return Error::usage(what + " holds the scheduler tracepoints, not blocked time: make it a recording of perf offwake "
+                                "with 'perf offwake convert -i " + input + " -o OUT' and read OUT");
+  return Error::usage(what + " is not a perf offwake recording (it has none of the offwake events): make one with "
+                              "'perf offwake record', or with 'perf offwake convert' from a recording of the "
+                              "scheduler tracepoints");
+}
+
 OffwakeEventIds pick_event_ids(const std::vector<perfdata::EventDesc>& others, bool chain) {
   uint64_t top = 0;
   for (const auto& e : others)

@@ -14,10 +14,12 @@
 // All are software BPF_OUTPUT events, as perf's own off-CPU samples are.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "perfdata/records.h"
 #include "samples/offwake_raw.h"
+#include "util/result.h"
 
 namespace offwake {
 
@@ -50,6 +52,12 @@ const char* offwake_waker_context(uint32_t waker_flags);
 // Whether the waker, thread or interrupt, was named without its stacks: it woke the block
 // before --min-block or its --sample-period threshold.
 bool offwake_waker_stacks_not_taken(uint32_t waker_flags);
+
+// Whether a recording's `events` are perf offwake's (it has offwake-time), for the readers
+// to refuse any other with the way to make one of it: a recording of the scheduler
+// tracepoints is converted (perf offwake convert), anything else recorded anew. `input` is
+// the recording as given to -i ("-": standard input).
+Status check_offwake_recording(const std::vector<perfdata::EventDesc>& events, const std::string& input);
 
 // Ids above every kernel-assigned id of `others`, so the two cannot collide; the hop events'
 // ids too with `chain`.

@@ -222,7 +222,7 @@ TEST(Convert, ReadByReportAndBundledScripts) {
   EXPECT_EQ(unconverted.out, "");
   EXPECT_EQ(unconverted.err, "perf offwake report: " + stock + " holds the scheduler tracepoints, not blocked time: "
                              "make it a recording of perf offwake with 'perf offwake convert -i " + stock +
-                             " -o OUT' and report OUT\n");
+                             " -o OUT' and read OUT\n");
   RunResult report = run(kOffwake + " report --stdio -i " + out);
   EXPECT_EQ(report.status, 0) << report.err;
   EXPECT_NE(report.out.find("wl_wait_for_message"), std::string::npos) << report.out;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -505,6 +506,52 @@ TEST(Report, SortKeysAndColumnsMatchTheTruth) {
 
 // Bad input: a status scripts can rely on, never a crash. A file that cannot be read is one line;
 // a usage error is perf's: the first line says what is wrong, the usage follows.
+// A perf recording of other events (no offwake events in its header) is refused, with the way
+// to make a recording of perf offwake, by report and script alike, from a file or a stream; a
+// recording of perf offwake with no blocks at all still reads.
+TEST(Report, ARecordingWithoutTheOffwakeEventsIsRefused) {
+  TempDir dir;
+  const std::string plain = dir.file("plain.data"), empty = dir.file("empty.data"), py = dir.file("none.py");
+  auto rec = run(std::string(kDebianPerf) + " record -q -e cpu-clock -o " + plain + " -- sleep 0.1");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  {
+    FILE* f = fopen(py.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("def trace_end():\n    print('read')\n", f);
+    fclose(f);
+  }
+  const std::string why = " is not a perf offwake recording (it has none of the offwake events): make one with "
+                          "'perf offwake record', or with 'perf offwake convert' from a recording of the scheduler "
+                          "tracepoints\n";
+  struct Case {
+    std::string command, err;
+  } cases[] = {
+      {kOffwake + " report --stdio -i " + plain, "perf offwake report: " + plain + why},
+      {kOffwake + " report --svg " + dir.file("x.svg") + " -i " + plain, "perf offwake report: " + plain + why},
+      {kOffwake + " script -i " + plain + " -s " + py, "perf offwake script: " + plain + why},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.command);
+    auto r = run(c.command);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.err, c.err);
+    EXPECT_EQ(r.out, "");
+  }
+  // A stream of perf record (pipe mode): its events are known before its first sample.
+  auto r = run(std::string(kDebianPerf) + " record -q -e cpu-clock -o - -- sleep 0.1 | " + kOffwake + " report -i -");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "perf offwake report: standard input" + why);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.svg")));
+
+  ASSERT_EQ(run(kOffwake + " record -q -o " + empty + " -- true").status, 0);
+  for (const std::string& command : {kOffwake + " report --stdio -i " + empty, kOffwake + " script -i " + empty + " -s " + py}) {
+    SCOPED_TRACE(command);
+    auto ok = run(command);
+    EXPECT_EQ(ok.status, 0) << ok.err;
+    EXPECT_EQ(ok.err, "");
+  }
+}
+
 TEST(Report, BadInputIsOneLine) {
   TempDir dir;
   struct Case {

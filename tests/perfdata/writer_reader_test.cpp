@@ -110,6 +110,14 @@ TEST(WriterReader, PipeModeRoundTrip) {
   auto reader = PerfDataReader::from_memory(data);
   ASSERT_TRUE(reader) << reader.error().message();
   EXPECT_EQ(reader->mode(), Mode::kPipe);
+  // The events are known once the reader is open, before any record is read, as of a file:
+  // a reader may refuse a stream of other events (check_offwake_recording) before reading it.
+  expect_same_events(reader->events(), as_read(two_events()));
+  EXPECT_EQ(reader->info().host, fixed_host());
+  auto first = reader->next();
+  ASSERT_TRUE(first) << first.error().message();
+  ASSERT_TRUE(*first);
+  EXPECT_EQ(**first, records.front());
 
   auto back = test::read_all(data);
   ASSERT_TRUE(back) << back.error().message();
