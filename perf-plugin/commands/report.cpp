@@ -277,7 +277,7 @@ int cmd_report(const std::vector<std::string>& args) {
     auto loaded = report::load_profile(inputs[i], filters,
                                        [&](uint64_t done, uint64_t total) { progress->update(done, total); });
     progress.reset();
-    if (!loaded) return fail(inputs.size() == 1 ? loaded.error().message() : loaded.error().context(inputs[i]).message());
+    if (!loaded) return fail(loaded.error().message());
     if (i == 0) profile = std::move(loaded).value();
     else report::merge_profile(profile, std::move(loaded).value());
   }

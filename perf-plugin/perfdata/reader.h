@@ -39,6 +39,9 @@ class PerfDataReader {
   ~PerfDataReader();
 
   Mode mode() const { return mode_; }
+  // The input as messages name it: its path, "standard input" or "memory". Every error of the
+  // reader starts with it.
+  const std::string& name() const { return what_; }
   // Feature sections. In pipe mode they arrive as records: those before the first data record
   // (the event descriptions among them) are read when the reader opens, the rest while reading.
   const FileInfo& info() const { return info_; }

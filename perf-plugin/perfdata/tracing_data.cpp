@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "util/printable.h"
+
 namespace offwake::perfdata {
 
 namespace {
@@ -79,7 +81,7 @@ std::string format_name(const std::string& text) {
 Status header_file(Cursor& c, const char* name) {
   TD_GET(label, c.cstring(name));
   if (label != name) return Error::bad_input(std::string("tracing data: expected \"") + name + "\" at offset " +
-                                  std::to_string(c.pos() - label.size() - 1) + ", found \"" + label.substr(0, 32) + "\"");
+                                  std::to_string(c.pos() - label.size() - 1) + ", found " + quote_text(label.substr(0, 32)));
   TD_GET(size, c.get<uint64_t>(name));
   TD_GET(body, c.text(size, name));
   (void)body;

@@ -381,10 +381,12 @@ Result<Profile> load_profile(const std::string& input, const Filters& filters, c
   profile.stray_hop_samples = stream.stats().stray_hop_samples;
   profile.info = reader->info();
   profile.wakers_dropped = filters.no_waker;
+  // The counters are about the recording, not in it: without them (a corrupt section) the
+  // recording is still read, as perf reads it.
   if (auto it = profile.info.other_sections.find(kFeatOffwakeStats); it != profile.info.other_sections.end()) {
     auto counters = decode_record_stats(it->second);
-    if (!counters) return counters.error();
-    profile.counters = std::move(counters).value();
+    if (counters) profile.counters = std::move(counters).value();
+    else profile.warnings.push_back(reader->name() + ": " + counters.error().message() + ": the recording counters are left out");
   }
   if (progress) progress(total, total);
   return profile;

@@ -115,7 +115,7 @@ struct Profile {
   uint64_t sample_period_ns = 0;
   double off_cpu_variance = 0;
   // What of the input could not be used, one line each, naming the input: for the command
-  // to say on standard error (a stream cut inside a record).
+  // to say on standard error (a stream cut inside a record, a corrupt counters section).
   std::vector<std::string> warnings;
 };
 
@@ -128,7 +128,7 @@ inline constexpr const char* kChainCutShort = "cut-short";
 // Called now and then while reading with (bytes read, total bytes or 0 for a stream).
 using Progress = std::function<void(uint64_t done, uint64_t total)>;
 
-// Reads `input` ("-" for standard input) into a Profile.
+// Reads `input` ("-" for standard input) into a Profile. Its errors name the input.
 Result<Profile> load_profile(const std::string& input, const Filters& filters, const Progress& progress = {});
 
 // A counter of the recording, 0 if it has none of that name.

@@ -82,7 +82,7 @@ Status SampleStream::handle(const Record& r, SampleVisitor& visitor) {
     return ok_status();
   }
   const perfdata::EventDesc* e = reader_.event_for(*s);
-  if (!e) return Error::bad_input("a sample of an unknown event (id " + std::to_string(s->id) + ")");
+  if (!e) return Error::bad_input(reader_.name() + ": a sample of an unknown event (id " + std::to_string(s->id) + ")");
   if (pending_) {
     if (follows(*e)) {
       // The last sample of the group is handed on as it is, the others are kept (a group may

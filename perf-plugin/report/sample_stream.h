@@ -59,7 +59,7 @@ class SampleStream {
   SampleStream(perfdata::PerfDataReader& reader, symbolize::Symbolizer& symbolizer)
       : reader_(reader), symbolizer_(symbolizer) {}
 
-  // Reads to the end. `progress`, if set, is called with the records read so far every
+  // Reads to the end. Its errors name the input, as the reader's do. `progress`, if set, is called with the records read so far every
   // 65536 records.
   Status run(SampleVisitor& visitor, const std::function<void(uint64_t records)>& progress = {});
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/printable.h"
+
 namespace offwake {
 
 uint64_t RecordStats::lost_blocks() const {
@@ -210,11 +212,11 @@ Result<std::vector<std::pair<std::string, uint64_t>>> decode_record_stats(std::s
     if (!line) return line.error();
     const size_t eq = line->find('=');
     if (eq == std::string::npos || eq + 1 >= line->size())
-      return Error::bad_input("offwake counters: not key=value: '" + *line + "'");
+      return Error::bad_input("offwake counters: not key=value: " + quote_text(*line));
     uint64_t v = 0;
     for (size_t k = eq + 1; k < line->size(); ++k) {
       if ((*line)[k] < '0' || (*line)[k] > '9')
-        return Error::bad_input("offwake counters: not a number: '" + *line + "'");
+        return Error::bad_input("offwake counters: not a number: " + quote_text(*line));
       v = v * 10 + static_cast<uint64_t>((*line)[k] - '0');
     }
     out.emplace_back(line->substr(0, eq), v);

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "offwake.h"
+#include "util/printable.h"
 
 namespace offwake::sched {
 
@@ -53,7 +54,7 @@ void find_flags(const tep_print_arg* a, std::map<std::string, uint64_t>& out) {
 
 Result<tep_format_field*> field(tep_event* e, const char* name, bool common = false) {
   tep_format_field* f = common ? tep_find_common_field(e, name) : tep_find_field(e, name);
-  if (!f) return Error::bad_input(std::string(e->system) + ":" + e->name + " has no field " + name, EPROTO);
+  if (!f) return Error::bad_input(quote_text(std::string(e->system) + ":" + e->name) + " has no field " + name, EPROTO);
   return f;
 }
 
@@ -117,7 +118,7 @@ Result<SchedDecoder> SchedDecoder::from_formats(const std::string& switch_format
       return Error::bad_input(std::string("parsing the format of sched:") + name + ": " + buf, EPROTO);
     }
     if (std::strcmp(e->name, name) != 0)
-      return Error::bad_input(std::string("the format of sched:") + name + " describes " + e->name, EPROTO);
+      return Error::bad_input(std::string("the format of sched:") + name + " describes " + quote_text(e->name), EPROTO);
     return e;
   };
   auto sw = parse(switch_format, "sched_switch");

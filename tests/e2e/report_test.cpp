@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "perfdata/format.h"
 #include "support/block_truth.h"
 #include "support/paths.h"
 #include "support/perf_script.h"
@@ -550,6 +551,91 @@ TEST(Report, ARecordingWithoutTheOffwakeEventsIsRefused) {
     EXPECT_EQ(ok.status, 0) << ok.err;
     EXPECT_EQ(ok.err, "");
   }
+}
+
+// The feature sections of a perf.data file: (bit, where its section is) in the order of its
+// feature table.
+std::vector<std::pair<int, perfdata::FileSection>> feature_sections(const std::string& bytes) {
+  perfdata::FileHeader h{};
+  std::memcpy(&h, bytes.data(), sizeof h);
+  std::vector<std::pair<int, perfdata::FileSection>> out;
+  uint64_t table = h.data.offset + h.data.size;
+  for (int bit = 1; bit < 256; ++bit) {
+    if (!(h.features[bit / 64] >> (bit % 64) & 1)) continue;
+    perfdata::FileSection sec{};
+    std::memcpy(&sec, bytes.data() + table, sizeof sec);
+    out.emplace_back(bit, sec);
+    table += sizeof sec;
+  }
+  return out;
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  FILE* f = fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr) << path;
+  ASSERT_EQ(fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  fclose(f);
+}
+
+// A corrupt counters section (perf offwake's own feature, which perf skips) costs the counters
+// only: report reads the recording, without them, and says so in one line that names the
+// file, as script and perf read it.
+TEST(Report, ACorruptCountersSectionIsAWarning) {
+  TempDir dir;
+  const Recording& rec = recording("wl_pipe", "");
+  ASSERT_EQ(rec.record.status, 0) << rec.record.err;
+  std::string bytes = read_file(rec.data);
+  const auto sections = feature_sections(bytes);
+  ASSERT_FALSE(sections.empty());
+  ASSERT_EQ(sections.back().first, 255);
+  const perfdata::FileSection counters = sections.back().second;
+  ASSERT_GT(counters.size, 64u);
+  // A key of bytes no terminal should see, and a count of strings far over the section.
+  const std::string garbage("\x01\x00\x00\x00\x10\x00\x00\x00unwind_tU\xef\x1b[31m\x00\x00\x00", 24);
+  std::string key_bad = bytes, count_bad = bytes;
+  key_bad.replace(counters.offset, garbage.size(), garbage);
+  count_bad.replace(counters.offset, 4, std::string("\xfd\xfe\xfc\xb4", 4));
+  const std::string key_file = dir.file("key.data"), count_file = dir.file("count.data");
+  write_bytes(key_file, key_bad);
+  write_bytes(count_file, count_bad);
+  const std::string whole = run(kOffwake + " report --stdio -i " + rec.data).out;
+  ASSERT_NE(whole.find("# recording counters:"), std::string::npos) << whole;
+  for (const auto& [file, why] : {std::pair(key_file, std::string("offwake counters: not key=value: "
+                                                                   "'unwind_tU\\xef\\x1b[31m'")),
+                                  std::pair(count_file, std::string("offwake counters: count overruns the section"))}) {
+    SCOPED_TRACE(file);
+    auto r = run(kOffwake + " report --stdio -i " + file);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err, "perf offwake report: warning: " + file + ": " + why + ": the recording counters are left out\n");
+    EXPECT_EQ(r.out.find("# recording counters:"), std::string::npos) << r.out;
+    // The same table otherwise, but for the input's name in its first line.
+    const auto rows = [](const std::string& t) { return t.substr(t.find('\n')); };
+    const std::string without = whole.substr(0, whole.find("#\n# recording counters:"));
+    EXPECT_EQ(rows(r.out).substr(0, rows(without).size()), rows(without));
+    auto p = run(std::string(kDebianPerf) + " report --stdio -i " + file);
+    EXPECT_EQ(p.status, 0) << p.err;
+  }
+}
+
+// With several inputs, an error names the input it is about, once.
+TEST(Report, SeveralInputsNameTheBadOneOnce) {
+  TempDir dir;
+  const Recording& rec = recording("wl_pipe", "");
+  ASSERT_EQ(rec.record.status, 0) << rec.record.err;
+  std::string bytes = read_file(rec.data);
+  const auto sections = feature_sections(bytes);
+  ASSERT_FALSE(sections.empty());
+  perfdata::FileHeader h{};
+  std::memcpy(&h, bytes.data(), sizeof h);
+  const perfdata::FileSection outside{uint64_t{1} << 40, 16};
+  bytes.replace(h.data.offset + h.data.size, sizeof outside, reinterpret_cast<const char*>(&outside), sizeof outside);
+  const std::string bad = dir.file("x.data");
+  write_bytes(bad, bytes);
+  auto r = run(kOffwake + " report --stdio -i " + rec.data + " -i " + bad);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "perf offwake report: " + bad + ": feature " + std::to_string(sections[0].first) +
+                       " lies outside the file\n");
+  EXPECT_EQ(r.out, "");
 }
 
 TEST(Report, BadInputIsOneLine) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "perfdata/bytes.h"
 #include "samples/record_stats.h"
 
 namespace offwake {
@@ -82,6 +83,24 @@ TEST(RecordStatsBpfTime, TheSummaryLine) {
             "runs at 500000 ns, offwake_exec 1 run at 1500 ns, task work 4 runs at 2500000 ns (timed by itself) ]\n");
   s.bpf_time.measured = false;
   EXPECT_EQ(summary_line(s), "");
+}
+
+// A corrupt section's text is echoed quoted, its unprintable bytes as \xNN: none reaches the
+// terminal as it is.
+TEST(RecordStatsDecode, ACorruptKeyIsEchoedWithItsUnprintableBytesQuoted) {
+  for (const std::string& line : {std::string("unwind_tU\xef\x1b[31m"), std::string("bpf_prog_runs=1\x07\n2")}) {
+    perfdata::ByteWriter w;
+    w.put<uint32_t>(1);
+    w.put_header_string(line);
+    auto decoded = decode_record_stats(w.bytes());
+    ASSERT_FALSE(decoded.ok()) << line;
+    const std::string m = decoded.error().message();
+    EXPECT_EQ(decoded.error().kind(), ErrorKind::kBadInput);
+    for (const char c : m) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << m;
+    EXPECT_TRUE(m == "offwake counters: not key=value: 'unwind_tU\\xef\\x1b[31m'" ||
+                m == "offwake counters: not a number: 'bpf_prog_runs=1\\x07\\x0a2'")
+        << m;
+  }
 }
 
 }  // namespace
