@@ -1,5 +1,7 @@
 #include "perfdata/features.h"
 
+#include <algorithm>
+
 #include "perfdata/format.h"
 #include "perfdata/sample_encoder.h"
 
@@ -106,7 +108,7 @@ static Status decode_event_desc(ByteReader& r, FileInfo& info) {
   return ok_status();
 }
 
-static Status decode_build_ids(ByteReader& r, FileInfo& info) {
+static Status decode_build_ids(ByteReader& r, FileInfo& info, bool deduplicate = false) {
   while (r.remaining() >= sizeof(perf_event_header)) {
     perf_event_header h{};
     OFFWAKE_TRY(r.read(h));
@@ -123,9 +125,24 @@ static Status decode_build_ids(ByteReader& r, FileInfo& info) {
     auto name = r.get_fixed_string(h.size - fixed);
     if (!name) return name.error();
     e.filename = *name;
-    info.build_ids.push_back(std::move(e));
+    if (deduplicate) add_build_id(e, info);
+    else info.build_ids.push_back(std::move(e));
   }
   return ok_status();
+}
+
+void add_build_id(const BuildIdEntry& entry, FileInfo& info) {
+  if (entry.build_id.empty()) return;
+  const bool known = std::any_of(info.build_ids.begin(), info.build_ids.end(), [&](const BuildIdEntry& e) {
+    return e.filename == entry.filename && e.build_id == entry.build_id;
+  });
+  if (!known) info.build_ids.push_back(entry);
+}
+
+Status decode_build_id_records(std::span<const uint8_t> records, FileInfo& info) {
+  ByteReader r(records, "build id record");
+  auto s = decode_build_ids(r, info, true);
+  return s ? s : Status(s.error().context("build ids"));
 }
 
 Status decode_feature(int feature, std::span<const uint8_t> section, FileInfo& info) {

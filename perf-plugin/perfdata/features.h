@@ -50,4 +50,10 @@ Bytes encode_sample_time(uint64_t first, uint64_t last);
 // Decodes one section into `info`; unknown features are recorded and skipped.
 Status decode_feature(int feature, std::span<const uint8_t> section, FileInfo& info);
 
+// A build id that a stream carries outside its HEADER_BUILD_ID section (a HEADER_BUILD_ID
+// record, an MMAP2 record with a build id): added to `info` unless it has it already.
+void add_build_id(const BuildIdEntry& entry, FileInfo& info);
+// HEADER_BUILD_ID records, as in the section, each added with add_build_id().
+Status decode_build_id_records(std::span<const uint8_t> records, FileInfo& info);
+
 }  // namespace offwake::perfdata

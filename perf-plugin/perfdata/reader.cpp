@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <utility>
@@ -321,7 +322,21 @@ Status PerfDataReader::handle_pipe_record(const perf_event_header& h, std::span<
     name_events();
     return ok_status();
   }
+  if (h.type == kRecordHeaderBuildId) {
+    Bytes whole(sizeof h + payload.size());
+    std::memcpy(whole.data(), &h, sizeof h);
+    if (!payload.empty()) std::memcpy(whole.data() + sizeof h, payload.data(), payload.size());
+    return decode_build_id_records(whole, info_);
+  }
   return ok_status();  // other pipe-only records carry nothing this reader uses
+}
+
+// A stream has no HEADER_BUILD_ID section written at its end, as a file has: the build ids
+// of its memory maps are taken from its MMAP2 records as they come (the others, the kernel's,
+// come in HEADER_BUILD_ID records).
+void PerfDataReader::note_in_stream(const Record& r) {
+  if (const auto* m = std::get_if<Mmap2Record>(&r))
+    add_build_id(BuildIdEntry{-1, m->cpumode, m->build_id, m->filename}, info_);
 }
 
 // In a stream, the tracing data (the feature section HEADER_TRACING_DATA of a file) follows
@@ -428,6 +443,7 @@ Result<std::optional<Record>> PerfDataReader::next() {
       rec = decode_record(events_[0].attr, h, record_);
     }
     if (!rec) return rec.error().context(what_ + ": record at offset " + hex(at));
+    if (mode_ == Mode::kPipe) note_in_stream(*rec);
     ++records_read_;
     return std::optional<Record>(std::move(rec).value());
   }

@@ -43,7 +43,9 @@ class PerfDataReader {
   // reader starts with it.
   const std::string& name() const { return what_; }
   // Feature sections. In pipe mode they arrive as records: those before the first data record
-  // (the event descriptions among them) are read when the reader opens, the rest while reading.
+  // (the event descriptions among them) are read when the reader opens, the rest while reading;
+  // the build ids of its MMAP2 records are added as they come, as a file has them in its
+  // HEADER_BUILD_ID section.
   const FileInfo& info() const { return info_; }
   const std::vector<EventDesc>& events() const { return events_; }
   // The event a sample belongs to (by its id), or nullptr.
@@ -76,6 +78,7 @@ class PerfDataReader {
   Result<std::optional<Record>> stream_cut(uint64_t at, uint64_t got);
   Result<bool> read_pipe_tracing_data(std::span<const uint8_t> payload);
   Status handle_pipe_record(const perf_event_header& h, std::span<const uint8_t> payload);
+  void note_in_stream(const Record& r);
   void name_events();
 
   std::unique_ptr<ByteSource> src_;

@@ -245,6 +245,9 @@ Status PerfDataWriter::close_as(const std::string& path) {
 Status PerfDataWriter::close() {
   if (closed_) return ok_status();
   if (mode_ == Mode::kPipe) {
+    // The build ids a file has in its section (those of no MMAP2 record among them, the
+    // kernel's), as the HEADER_BUILD_ID records a stream carries them in (perf inject -b's).
+    if (!build_ids_.empty()) OFFWAKE_TRY(sink_->write(encode_build_ids(build_ids_)));
     OFFWAKE_TRY(sink_->flush());
     stats_.bytes = sink_->position();
     closed_ = true;

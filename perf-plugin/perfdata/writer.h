@@ -86,7 +86,8 @@ class PerfDataWriter {
   // readers pass over). A stream cannot be rewritten: in pipe mode this writes nothing.
   Status end_round();
 
-  // A binary the samples refer to, e.g. the kernel's build id for "[kernel.kallsyms]".
+  // A binary the samples refer to, e.g. the kernel's build id for "[kernel.kallsyms]": in the
+  // HEADER_BUILD_ID section of a file, in HEADER_BUILD_ID records at the end of a stream.
   void add_build_id(const BuildIdEntry& entry);
 
   // An extra feature section, written by close() in file mode (perf warns about features it

@@ -96,6 +96,41 @@ TEST_F(ReportPprof, AFileThatCannotBeWrittenIsAnError) {
   EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
 }
 
+// The mappings of a pprof as -raw prints them: "N: START/LIMIT/OFFSET FILE BUILDID [FN]" ->
+// FILE's build id ("" for none).
+std::map<std::string, std::string> mapping_build_ids(const PprofRaw& raw) {
+  std::map<std::string, std::string> out;
+  static const std::regex line(R"(^\d+: \S+ (\S+) ([0-9a-f]*) ?\[.*\]$)");
+  for (const std::string& m : raw.mappings) {
+    std::smatch g;
+    EXPECT_TRUE(std::regex_match(m, g, line)) << m;
+    if (!g.empty()) out[g[1]] = g[2];
+  }
+  return out;
+}
+
+// A stream (record -o - | report -i -) gives the mappings the build ids a file gives them, the
+// kernel's too.
+TEST_F(ReportPprof, AStreamGivesTheMappingsTheirBuildIds) {
+  const std::string streamed = dir_->file("stream.pb.gz");
+  auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_pipe -n 5 | " + kOffwake +
+               " report -i - --pprof " + streamed);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string error;
+  const PprofRaw from_file = parse_pprof_raw(go_pprof("-raw " + pprof_).out, &error);
+  ASSERT_EQ(error, "");
+  const PprofRaw from_stream = parse_pprof_raw(go_pprof("-raw " + streamed).out, &error);
+  ASSERT_EQ(error, "");
+  const auto file_ids = mapping_build_ids(from_file), stream_ids = mapping_build_ids(from_stream);
+  ASSERT_TRUE(file_ids.count("[kernel.kallsyms]")) << testing::PrintToString(from_file.mappings);
+  for (const auto& [file, id] : file_ids) {
+    SCOPED_TRACE(file);
+    EXPECT_EQ(id.size(), 40u);
+    ASSERT_TRUE(stream_ids.count(file)) << testing::PrintToString(from_stream.mappings);
+    EXPECT_EQ(stream_ids.at(file), id);
+  }
+}
+
 // -raw prints every sample with its exact values and labels.
 TEST_F(ReportPprof, RawSamplesHaveTheTruthsTimeCountAndWaker) {
   auto raw = go_pprof("-raw " + pprof_);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -125,13 +126,31 @@ TEST(WriterReader, PipeModeRoundTrip) {
   const FileInfo& info = back->info;
   EXPECT_EQ(info.host, fixed_host());
   expect_same_events(info.events, as_read(two_events()));
-  // A stream carries what is known at its start: no sample times, and (so far) the entries
-  // of add_build_id() are not streamed either.
+  // A stream's feature records are those known at its start (its build ids come otherwise:
+  // PipeModeSaysWhatAFileSaysOfBuildIds).
   EXPECT_EQ(info.features, (std::vector<int>{kFeatHostname, kFeatOsRelease, kFeatVersion,
                                              kFeatArch, kFeatNrCpus, kFeatCpuDesc, kFeatCpuId,
                                              kFeatTotalMem, kFeatCmdline, kFeatEventDesc}));
-  EXPECT_TRUE(info.build_ids.empty());
   EXPECT_EQ(back->records, records);
+}
+
+// The build ids a file has in its section at the end, a stream says too (those of its MMAP2
+// records, and the others, the kernel's, in HEADER_BUILD_ID records at its end): what is made
+// of either (report --pprof's mappings) is the same.
+TEST(WriterReader, PipeModeSaysWhatAFileSaysOfBuildIds) {
+  const auto records = every_record();
+  auto file = test::read_all(test::write_to_memory(Mode::kFile, two_events(), records, {kernel_build_id()}));
+  auto pipe = test::read_all(test::write_to_memory(Mode::kPipe, two_events(), records, {kernel_build_id()}));
+  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(pipe) << pipe.error().message();
+  auto sorted = [](std::vector<BuildIdEntry> v) {
+    std::sort(v.begin(), v.end(), [](const BuildIdEntry& a, const BuildIdEntry& b) { return a.filename < b.filename; });
+    return v;
+  };
+  ASSERT_EQ(file->info.build_ids.size(), 2u);  // the kernel's, and /usr/bin/worker's MMAP2's
+  EXPECT_EQ(sorted(pipe->info.build_ids), sorted(file->info.build_ids));
+  // The HEADER_BUILD_ID records are no data records.
+  EXPECT_EQ(pipe->records, records);
 }
 
 TEST(WriterReader, EventForFindsTheSamplesEvent) {
