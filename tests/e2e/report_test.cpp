@@ -553,13 +553,20 @@ TEST(Report, ARecordingWithoutTheOffwakeEventsIsRefused) {
   }
 }
 
+// Where a perf.data file's feature table starts: right after its data section.
+uint64_t feature_table_offset(const std::string& bytes) {
+  perfdata::FileHeader h{};
+  std::memcpy(&h, bytes.data(), sizeof h);
+  return h.data.offset + h.data.size;
+}
+
 // The feature sections of a perf.data file: (bit, where its section is) in the order of its
 // feature table.
 std::vector<std::pair<int, perfdata::FileSection>> feature_sections(const std::string& bytes) {
   perfdata::FileHeader h{};
   std::memcpy(&h, bytes.data(), sizeof h);
   std::vector<std::pair<int, perfdata::FileSection>> out;
-  uint64_t table = h.data.offset + h.data.size;
+  uint64_t table = feature_table_offset(bytes);
   for (int bit = 1; bit < 256; ++bit) {
     if (!(h.features[bit / 64] >> (bit % 64) & 1)) continue;
     perfdata::FileSection sec{};
@@ -625,10 +632,9 @@ TEST(Report, SeveralInputsNameTheBadOneOnce) {
   std::string bytes = read_file(rec.data);
   const auto sections = feature_sections(bytes);
   ASSERT_FALSE(sections.empty());
-  perfdata::FileHeader h{};
-  std::memcpy(&h, bytes.data(), sizeof h);
+  // The first feature's section, far beyond the file's end.
   const perfdata::FileSection outside{uint64_t{1} << 40, 16};
-  bytes.replace(h.data.offset + h.data.size, sizeof outside, reinterpret_cast<const char*>(&outside), sizeof outside);
+  bytes.replace(feature_table_offset(bytes), sizeof outside, reinterpret_cast<const char*>(&outside), sizeof outside);
   const std::string bad = dir.file("x.data");
   write_bytes(bad, bytes);
   auto r = run(kOffwake + " report --stdio -i " + rec.data + " -i " + bad);
