@@ -215,11 +215,10 @@ void expect_same(const Capture& a, const Capture& b, bool fault_user_frames = tr
   EXPECT_LE(late_blocks(a), a.counters.late_ends);
 }
 
-// The truth's blocking function is in the user stacks of the capture, so that the comparison
-// is about real stacks. Its count is exact (see check_against_truth in offwake_bpf_test.cpp
-// for the one way heavy load could make it one off), counting the blocks that ended late
-// (ended_late) whose deferred user stack is gone with their switch-in: compared by count only,
-// as expect_same does.
+// The truth's blocking function is in the user stacks of the capture, so that the comparison is
+// about real stacks. Its count is exact (as the kernel counts them: wl_blocks_so_far,
+// tests/workloads/wl_common.h), counting the blocks that ended late (ended_late) whose deferred
+// user stack is gone with their switch-in: compared by count only, as expect_same does.
 void expect_truth_seen(const std::string& workload, const Capture& c, const Truth& t) {
   auto fn = function_range(kWorkloads + workload, t.function);
   ASSERT_TRUE(fn);

@@ -184,8 +184,8 @@ TEST(OffwakeTimeline, CondvarEventsMatchTruthAndLieWithinTheRecording) {
               (unsigned long long)t.blocked_ns, (unsigned long long)t.count, (unsigned long long)total,
               (unsigned long long)count, error * 100, run.events.size());
   EXPECT_LT(error, kBlockedTimeTolerance);
-  // Exact: one event per block (see check_against_truth in offwake_bpf_test.cpp for the one
-  // way heavy load could make it one off).
+  // Exact: one event per block (as the kernel counts them: wl_blocks_so_far,
+  // tests/workloads/wl_common.h).
   EXPECT_EQ(count, t.count);
   // Blocks without a waker (sched_waking not seen): as rarely as the truth allows, in number
   // and in time (max_missed_blocks, max_missed_ns: support/tolerances.h), and each counted.

@@ -20,15 +20,12 @@ volatile long dwarf_target_sink;
 TARGET_FN uint64_t dwarf_target_wait(int fd, long *blocks)
 {
 	char c;
-	uint64_t t0 = wl_now_ns(), t1;
+	long before = wl_blocks_so_far();
+	uint64_t t0 = wl_now_ns();
 
 	if (read(fd, &c, 1) != 1)
 		exit(2);
-	t1 = wl_now_ns();
-	if (t1 - t0 < WL_READ_BLOCK_MIN_NS)
-		return 0;
-	++*blocks;
-	return t1 - t0;
+	return wl_blocked_since(t0, before, blocks);
 }
 
 /* Not a tail call: the store after the call keeps each frame. */

@@ -1,11 +1,10 @@
 // End to end, as root: perf offwake record on a workload that knows its own truth, perf offwake
-// report --pprof, and go tool pprof reading the file. The blocked time in the workload's
-// waiting function must be within 5% of what it measured (kBlockedTimeTolerance,
-// support/tolerances.h), the block count exact (see check_against_truth in
-// tests/bpf/offwake_bpf_test.cpp for the one way heavy load could make it one off), and the
-// waker, by comm and tid, in the samples' labels, and its stack in the samples' locations:
-// leaf first, the waker's stack, a "--" frame, the blocked stack, the blocked thread's comm
-// at the root, as --folded and --svg draw it.
+// report --pprof, and go tool pprof reading the file. The blocked time in the workload's waiting
+// function must be within 5% of what it measured (kBlockedTimeTolerance, support/tolerances.h),
+// the block count exact (as the kernel counts them: wl_blocks_so_far,
+// tests/workloads/wl_common.h), and the waker, by comm and tid, in the samples' labels, and its
+// stack in the samples' locations: leaf first, the waker's stack, a "--" frame, the blocked
+// stack, the blocked thread's comm at the root, as --folded and --svg draw it.
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>

@@ -42,8 +42,8 @@ TEST(Report, TableShowsTheBlockedStackItsTimeAndItsWaker) {
   ASSERT_EQ(out.status, 0) << out.err;
   EXPECT_EQ(out.err, "");
   const TableRows t = rows_naming(out.out, r.truth.function, r.truth.waker_function, r.truth.waker_tid);
-  // The time within 5% (kBlockedTimeTolerance); the count exact (see check_against_truth in
-  // tests/bpf/offwake_bpf_test.cpp for the one way heavy load could make it one off).
+  // The time within 5% (kBlockedTimeTolerance); the count exact (as the kernel counts them:
+  // wl_blocks_so_far, tests/workloads/wl_common.h).
   EXPECT_NEAR(t.ns, static_cast<double>(r.truth.blocked_ns),
               kBlockedTimeTolerance * static_cast<double>(r.truth.blocked_ns))
       << out.out;

@@ -277,8 +277,7 @@ TEST(Sampling, SampledTotalsAreTrueWithinSixPercentAndExactWithinTwo) {
     ASSERT_TRUE(exact.count(t.tid));
     const ThreadSum& e = exact.at(t.tid);
     expect_between_truths(e.ns, t, r.kernel, 0.02, "exact");
-    // A read that found its byte (under 20 us) is no block to the workload but may have slept.
-    // And this VM's kernel fires no sched_switch for some switches (never out of its init
+    // This VM's kernel fires no sched_switch for some switches (never out of its init
     // process's threads, about half out of the idle task): Debian perf -e sched:sched_switch
     // missed 2 or 3 of each thread's 13,000 blocks here in a quiet 3 s, and this recorder 23
     // to 28 of 9,600 in a CI run under load (0.3%).

@@ -174,9 +174,9 @@ TEST(Timeline, OneSamplePerBlockWithRealTimestamps) {
   }
   // Each 20 ms wait is a sample of its own, of one block (its raw payload's count). (Only those
   // in the waiting function: the same thread also waits in pthread_join at the end, for a time
-  // that depends on the moment.) Exact (see check_against_truth in
-  // tests/bpf/offwake_bpf_test.cpp for the one way heavy load could make it one off); the time
-  // within 5% (kBlockedTimeTolerance); blocks without a waker as rarely as the truth allows.
+  // that depends on the moment.) Exact (as the kernel counts them: wl_blocks_so_far,
+  // tests/workloads/wl_common.h); the time within 5% (kBlockedTimeTolerance); blocks without a
+  // waker as rarely as the truth allows.
   uint64_t counted = 0;
   const uint64_t ns = waiter_ns(data, truth[0], &counted, &waiter_blocks);
   EXPECT_EQ(waiter_blocks, truth[0].count);

@@ -98,10 +98,10 @@ def process_event(d):
     EXPECT_EQ(context, "thread");
     EXPECT_EQ(in_waker, "True") << line;
   }
-  // The count exact (see check_against_truth in tests/bpf/offwake_bpf_test.cpp for the one way
-  // heavy load could make it one off), the time within 5% (kBlockedTimeTolerance). Every waker
-  // is the parent, but for wakeups the kernel did not trace (about one recording in twenty has
-  // one): as rarely as the truth allows (expect_misses_within_truth), each counted by the summary.
+  // The count exact (as the kernel counts them: wl_blocks_so_far, tests/workloads/wl_common.h),
+  // the time within 5% (kBlockedTimeTolerance). Every waker is the parent, but for wakeups the
+  // kernel did not trace (about one recording in twenty has one): as rarely as the truth allows
+  // (expect_misses_within_truth), each counted by the summary.
   expect_misses_within_truth(unseen, unseen_ns, t, "without a waker");
   EXPECT_LE(unseen, blocks_without_waker(record_.err)) << record_.err;
   EXPECT_EQ(count, t.count) << r.out;

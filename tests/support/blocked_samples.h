@@ -144,8 +144,8 @@ inline void expect_within_5_percent(uint64_t recorded, uint64_t truth, const std
 // The truth's blocks, all of them: their number exact (from the raw payloads: the samples went
 // through add_block_counts) and their time within 5%. A block lost
 // or counted twice is 5-10% of a truth of 10 to 20 blocks, at the edge of the time tolerance;
-// the count catches it. Exact: see check_against_truth in tests/bpf/offwake_bpf_test.cpp for
-// the one way heavy load could make it one off.
+// the count catches it. Exact: the workloads count blocks as the kernel does (wl_blocks_so_far,
+// tests/workloads/wl_common.h).
 inline void expect_truth_blocks(const Blocked& b, const std::string& what = "") {
   EXPECT_TRUE(b.counted) << what << (what.empty() ? "" : ": ")
                          << "a sample without its count of blocks (add_block_counts)";

@@ -4,7 +4,8 @@
  *
  *   truth tid=T function=F blocked_ns=N count=C waker_tid=W waker_function=G
  *
- * blocked_ns sums CLOCK_MONOTONIC around each blocking call that blocked; count counts them.
+ * blocked_ns sums CLOCK_MONOTONIC around each blocking call that blocked; count counts the
+ * blocks as the kernel does (wl_blocks_so_far): a call that blocked twice counts two.
  * waker_tid=0 with waker_function=[hardirq] means an interrupt (a timer) woke the thread.
  *
  * Workloads whose threads change identity (comm, binary, or a pid that is reused) also print
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,45 +52,72 @@ static inline uint64_t wl_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#ifndef RUSAGE_THREAD
+#define RUSAGE_THREAD 1 /* <sys/resource.h> names it with _GNU_SOURCE only */
+#endif
+
+/* The kernel's count of the calling thread's blocks so far: its voluntary context switches,
+ * each a switch out in a sleeping state (a preemption is counted apart, as involuntary). A
+ * workload counts a call's blocks as the change across it, never by the clock: a read that
+ * found its byte there blocked none however long it took, one that slept 100 us blocked
+ * once, and a nap that also slept in a page fault blocked twice, as a recorder sees it (in
+ * a CI run, 11 blocks in dwarf_target_wait, one without a waker, where it had counted its 10
+ * calls). */
+static inline long wl_blocks_so_far(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		exit(5);
+	return ru.ru_nvcsw;
+}
+
 static inline int wl_gettid(void)
 {
 	return (int)syscall(SYS_gettid);
 }
 
+/* The time from t0 (CLOCK_MONOTONIC) if the thread blocked since it had `before` blocks
+ * (wl_blocks_so_far), adding them to *blocks; else 0. */
+static inline uint64_t wl_blocked_since(uint64_t t0, long before, long *blocks)
+{
+	uint64_t t1 = wl_now_ns();
+	long n = wl_blocks_so_far() - before;
+
+	if (n <= 0)
+		return 0;
+	*blocks += n;
+	return t1 - t0;
+}
+
 /* Sleeps MS milliseconds with clock_nanosleep issued inline, so that the caller (the function
- * this is inlined into) is the user leaf; returns the time blocked. */
-static inline __attribute__((always_inline)) uint64_t wl_block_ms(long ms)
+ * this is inlined into) is the user leaf; returns the time blocked, counting blocks in
+ * *blocks. */
+static inline __attribute__((always_inline)) uint64_t wl_block_ms(long ms, long *blocks)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	long before = wl_blocks_so_far();
 	uint64_t t0 = wl_now_ns();
 
 	if (wl_syscall4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (long)&ts, 0) != 0)
 		exit(2);
-	return wl_now_ns() - t0;
+	return wl_blocked_since(t0, before, blocks);
 }
 
-/* A read() that returns within 1 ms found its byte there, or as good as there: not a block the
- * writer caused (those last 5 ms or more here). The recorder still sees such a block if the
- * reader did sleep: under heavy load, a reader late by nearly the writer's whole pause makes
- * the recording one block and under 1 ms longer than the truth. */
-#define WL_READ_BLOCK_MIN_NS 1000000ull
-
 /* Reads one byte from fd, the read() issued inline (so the caller is the user leaf); returns
- * the time blocked if it slept, 0 if the byte was already there (under WL_READ_BLOCK_MIN_NS),
- * counting blocks in *blocks. Exits 2 if the read fails. */
+ * the time blocked if it slept, 0 if the byte was already there, counting blocks in *blocks.
+ * Exits 2 if the read fails. */
 static inline __attribute__((always_inline)) uint64_t wl_read_one(int fd, long *blocks)
 {
 	char c;
+	long before = wl_blocks_so_far();
 	uint64_t t0 = wl_now_ns();
 	long r = wl_syscall4(SYS_read, fd, (long)&c, 1, 0);
-	uint64_t t1 = wl_now_ns();
+	uint64_t ns = wl_blocked_since(t0, before, blocks);
 
 	if (r != 1)
 		exit(2);
-	if (t1 - t0 < WL_READ_BLOCK_MIN_NS)
-		return 0;
-	++*blocks;
-	return t1 - t0;
+	return ns;
 }
 
 /* A plain sleep for the waking side; its stack does not matter. The wakers pause before each
@@ -191,7 +220,7 @@ static inline __attribute__((always_inline)) int wl_timer_sleeps_main(int argc, 
 								  uint64_t (*sleep_for)(long ms),
 								  const char *name, const char *waker)
 {
-	long count = 20, ms = 20, i;
+	long count = 20, ms = 20, blocks = 0, i;
 	uint64_t blocked = 0, ns, shortest = UINT64_MAX, longest = 0, *spans = NULL;
 
 	wl_parse_args(argc, argv, &count, &ms);
@@ -205,9 +234,11 @@ static inline __attribute__((always_inline)) int wl_timer_sleeps_main(int argc, 
 		signal(SIGUSR1, wl_on_stop);
 	}
 	for (i = 0; i < count && !wl_stop; i++) {
+		long before = wl_blocks_so_far();
 		uint64_t t0 = wl_now_ns();
 
 		ns = sleep_for(ms);
+		blocks += wl_blocks_so_far() - before;
 		if (spans) {
 			spans[2 * i] = t0;
 			spans[2 * i + 1] = wl_now_ns();
@@ -219,7 +250,7 @@ static inline __attribute__((always_inline)) int wl_timer_sleeps_main(int argc, 
 			longest = ns;
 	}
 	count = i;
-	wl_print_truth(wl_gettid(), name, blocked, count, 0, waker);
+	wl_print_truth(wl_gettid(), name, blocked, blocks, 0, waker);
 	/* The extremes, for bounds on single blocks. */
 	printf("naps shortest_ns=%llu longest_ns=%llu\n", (unsigned long long)shortest, (unsigned long long)longest);
 	for (i = 0; spans && i < count; i++)

@@ -32,24 +32,21 @@ WL_NOINLINE uint64_t wl_wait_for_signal(unsigned int seen, long *blocks)
 	if (g_use_pthread) {
 		pthread_mutex_lock(&g_mutex);
 		while (g_pseq == seen) {
+			long before = wl_blocks_so_far();
 			uint64_t t0 = wl_now_ns();
 
 			pthread_cond_wait(&g_cond, &g_mutex);
-			blocked += wl_now_ns() - t0;
-			++*blocks;
+			blocked += wl_blocked_since(t0, before, blocks);
 		}
 		pthread_mutex_unlock(&g_mutex);
 		return blocked;
 	}
 	while (atomic_load(&g_seq) == seen) {
+		long before = wl_blocks_so_far();
 		uint64_t t0 = wl_now_ns();
-		long r = wl_syscall4(SYS_futex, (long)&g_seq, FUTEX_WAIT_PRIVATE, seen, 0);
-		uint64_t t1 = wl_now_ns();
 
-		if (r == 0) { /* slept and was woken; -EAGAIN means it never slept */
-			blocked += t1 - t0;
-			++*blocks;
-		}
+		wl_syscall4(SYS_futex, (long)&g_seq, FUTEX_WAIT_PRIVATE, seen, 0);
+		blocked += wl_blocked_since(t0, before, blocks);
 	}
 	return blocked;
 }

@@ -7,14 +7,14 @@
 #define _GNU_SOURCE
 #include "wl_common.h"
 
-WL_NOINLINE uint64_t a_waits(long ms)
+WL_NOINLINE uint64_t a_waits(long ms, long *blocks)
 {
-	return wl_block_ms(ms);
+	return wl_block_ms(ms, blocks);
 }
 
 int main(int argc, char **argv)
 {
-	long count = 10, ms = 10, i;
+	long count = 10, ms = 10, blocks = 0, i;
 	uint64_t blocked = 0, from, to;
 	char b[4096];
 
@@ -23,9 +23,9 @@ int main(int argc, char **argv)
 	wl_sibling(b, sizeof b, "wl_exec_b");
 	from = wl_now_ns();
 	for (i = 0; i < count; i++)
-		blocked += a_waits(ms);
+		blocked += a_waits(ms, &blocks);
 	to = wl_now_ns();
-	wl_print_truth(wl_gettid(), "a_waits", blocked, count, 0, "[hardirq]");
+	wl_print_truth(wl_gettid(), "a_waits", blocked, blocks, 0, "[hardirq]");
 	wl_print_identity(wl_gettid(), "wl_exec_a", from, to);
 	argv[0] = b;
 	execv(b, argv);

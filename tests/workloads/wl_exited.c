@@ -52,9 +52,9 @@ WL_NOINLINE uint64_t main_waits_for_thread(long *blocks)
 	return wl_read_one(g_to_main[0], blocks);
 }
 
-WL_NOINLINE uint64_t main_outlives_thread(long ms)
+WL_NOINLINE uint64_t main_outlives_thread(long ms, long *blocks)
 {
-	return wl_block_ms(ms);
+	return wl_block_ms(ms, blocks);
 }
 
 static void *short_lived(void *arg)
@@ -75,7 +75,7 @@ static void *short_lived(void *arg)
 
 int main(int argc, char **argv)
 {
-	long linger = 500, main_blocks = 0, i;
+	long linger = 500, main_blocks = 0, linger_blocks = 0, i;
 	uint64_t main_blocked;
 	pthread_t t;
 
@@ -100,6 +100,6 @@ int main(int argc, char **argv)
 	wl_print_truth(wl_gettid(), "main_waits_for_thread", main_blocked, main_blocks,
 		       g_thread_tid, "exited_thread_wakes");
 	wl_print_identity(g_thread_tid, "wl_exited", g_thread_from, g_thread_to);
-	main_outlives_thread(linger);
+	main_outlives_thread(linger, &linger_blocks);
 	return 0;
 }

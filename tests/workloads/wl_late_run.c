@@ -38,7 +38,7 @@ WL_NOINLINE uint64_t wl_wait_for_turn(int fd, long *blocks)
 	__atomic_store_n(&reads, reads + 1, __ATOMIC_RELEASE);
 	ns = wl_read_one(fd, blocks);
 	getrusage(RUSAGE_THREAD, &after);
-	if (ns && (after.ru_nivcsw != before.ru_nivcsw || after.ru_nvcsw == before.ru_nvcsw)) {
+	if (ns && after.ru_nivcsw != before.ru_nivcsw) {
 		*blocks = counted;
 		impure_rounds++;
 		impure_ns += ns;

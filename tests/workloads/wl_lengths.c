@@ -30,12 +30,13 @@ static void print_block(const char *function, uint64_t ns)
  * three must be functions of their own (their names are the blocked stacks), and the sleep is
  * in each one's own body, so that no tail call can take its frame off the stack. */
 #define WL_NAPS(name)                                          \
-	WL_NOINLINE uint64_t name(const long *ms, long n)      \
+	WL_NOINLINE uint64_t name(const long *ms, long n,      \
+				  long *blocks)                \
 	{                                                      \
 		uint64_t sum = 0, ns;                          \
 		long i;                                        \
 		for (i = 0; i < n; i++) {                      \
-			sum += ns = wl_block_ms(ms[i]);        \
+			sum += ns = wl_block_ms(ms[i], blocks);\
 			print_block(#name, ns);                \
 		}                                              \
 		return sum;                                    \
@@ -52,14 +53,15 @@ int main(void)
 	static const long long_ms[4] = { 40, 40, 40, 40 };
 	static const long mixed_ms[10] = { 2, 2, 2, 2, 60, 2, 2, 2, 2, 2 };
 	uint64_t short_ns, long_ns, mixed_ns;
+	long short_blocks = 0, long_blocks = 0, mixed_blocks = 0;
 
 	tid = wl_gettid();
 	wl_become_fifo();
-	short_ns = wl_short_naps(short_ms, 30);
-	long_ns = wl_long_naps(long_ms, 4);
-	mixed_ns = wl_mixed_naps(mixed_ms, 10);
-	wl_print_truth(tid, "wl_short_naps", short_ns, 30, 0, "[hardirq]");
-	wl_print_truth(tid, "wl_long_naps", long_ns, 4, 0, "[hardirq]");
-	wl_print_truth(tid, "wl_mixed_naps", mixed_ns, 10, 0, "[hardirq]");
+	short_ns = wl_short_naps(short_ms, 30, &short_blocks);
+	long_ns = wl_long_naps(long_ms, 4, &long_blocks);
+	mixed_ns = wl_mixed_naps(mixed_ms, 10, &mixed_blocks);
+	wl_print_truth(tid, "wl_short_naps", short_ns, short_blocks, 0, "[hardirq]");
+	wl_print_truth(tid, "wl_long_naps", long_ns, long_blocks, 0, "[hardirq]");
+	wl_print_truth(tid, "wl_mixed_naps", mixed_ns, mixed_blocks, 0, "[hardirq]");
 	return 0;
 }

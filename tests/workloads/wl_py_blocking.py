@@ -8,7 +8,9 @@ Three phases, one after the other, each in threads of its own that main starts a
                     time.sleep(MS);
   consumer, producer  queue.Queue.get(), woken by the producer's put() after time.sleep(MS).
 A waker pauses before each wakeup, so that its wakee is asleep by then; a call back within
-1 ms was not a block the waker caused, and is not counted (as tests/workloads/wl_common.h).
+1 ms was not a block the waker caused, and is not counted. (The C workloads ask the kernel
+whether a call blocked, tests/workloads/wl_common.h's wl_blocks_so_far; here its count would
+take in the interpreter's waits for the GIL, below.)
 
 Each thread times its blocking calls and prints the truth line of tests/support/truth.h:
   truth tid=T function=F blocked_ns=N count=C waker_tid=W waker_function=G

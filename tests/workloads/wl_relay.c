@@ -14,9 +14,9 @@
 
 #include "wl_common.h"
 
-WL_NOINLINE uint64_t wl_relay_nap(long ms)
+WL_NOINLINE uint64_t wl_relay_nap(long ms, long *blocks)
 {
-	return wl_block_ms(ms);
+	return wl_block_ms(ms, blocks);
 }
 
 WL_NOINLINE void wl_relay_kick(int fd)
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 	close(pipe2[0]);
 	wl_pause_ms(ms); /* the others are blocked in read() by now */
 	for (i = 0; i < count; i++) {
-		blocked += wl_relay_nap(ms);
+		blocked += wl_relay_nap(ms, &blocks);
 		wl_relay_kick(pipe2[1]);
 	}
 	close(pipe2[1]);
@@ -111,6 +111,6 @@ int main(int argc, char **argv)
 		return 1;
 	if (waitpid(third, &status, 0) != third || !WIFEXITED(status) || WEXITSTATUS(status))
 		return 1;
-	wl_print_truth(wl_gettid(), "wl_relay_nap", blocked, count, 0, "[hardirq]");
+	wl_print_truth(wl_gettid(), "wl_relay_nap", blocked, blocks, 0, "[hardirq]");
 	return 0;
 }

@@ -12,35 +12,35 @@
 
 static long g_count = 10, g_ms = 10;
 
-WL_NOINLINE uint64_t blocks_as_first(long ms)
+WL_NOINLINE uint64_t blocks_as_first(long ms, long *blocks)
 {
-	return wl_block_ms(ms);
+	return wl_block_ms(ms, blocks);
 }
 
-WL_NOINLINE uint64_t blocks_as_second(long ms)
+WL_NOINLINE uint64_t blocks_as_second(long ms, long *blocks)
 {
-	return wl_block_ms(ms);
+	return wl_block_ms(ms, blocks);
 }
 
 static void *renamer(void *arg)
 {
 	uint64_t first = 0, second = 0, from1, to1, from2, to2;
 	int tid = wl_gettid();
-	long i;
+	long first_blocks = 0, second_blocks = 0, i;
 
 	(void)arg;
 	from1 = wl_now_ns();
 	for (i = 0; i < g_count; i++)
-		first += blocks_as_first(g_ms);
+		first += blocks_as_first(g_ms, &first_blocks);
 	to1 = wl_now_ns();
 	if (prctl(PR_SET_NAME, "second-name") != 0)
 		exit(3);
 	from2 = wl_now_ns();
 	for (i = 0; i < g_count; i++)
-		second += blocks_as_second(g_ms);
+		second += blocks_as_second(g_ms, &second_blocks);
 	to2 = wl_now_ns();
-	wl_print_truth(tid, "blocks_as_first", first, g_count, 0, "[hardirq]");
-	wl_print_truth(tid, "blocks_as_second", second, g_count, 0, "[hardirq]");
+	wl_print_truth(tid, "blocks_as_first", first, first_blocks, 0, "[hardirq]");
+	wl_print_truth(tid, "blocks_as_second", second, second_blocks, 0, "[hardirq]");
 	wl_print_identity(tid, "wl_rename", from1, to1);
 	wl_print_identity(tid, "second-name", from2, to2);
 	return NULL;

@@ -25,9 +25,9 @@ WL_NOINLINE void second_padding(void)
 #define COMM "wl_reuse_first"
 #endif
 
-WL_NOINLINE uint64_t CHILD_WAITS(long ms)
+WL_NOINLINE uint64_t CHILD_WAITS(long ms, long *blocks)
 {
-	return wl_block_ms(ms);
+	return wl_block_ms(ms, blocks);
 }
 
 WL_NOINLINE void CHILD_WAKES(void)
@@ -40,7 +40,7 @@ WL_NOINLINE void CHILD_WAKES(void)
 
 int main(int argc, char **argv)
 {
-	long count = 10, ms = 10, i;
+	long count = 10, ms = 10, blocks = 0, i;
 	uint64_t blocked = 0, from, to;
 
 	wl_parse_args(argc, argv, &count, &ms);
@@ -48,11 +48,11 @@ int main(int argc, char **argv)
 		return 3;
 	from = wl_now_ns();
 	for (i = 0; i < count; i++) {
-		blocked += CHILD_WAITS(ms);
+		blocked += CHILD_WAITS(ms, &blocks);
 		CHILD_WAKES();
 	}
 	to = wl_now_ns();
-	wl_print_truth(wl_gettid(), ROLE "_child_waits", blocked, count, 0, "[hardirq]");
+	wl_print_truth(wl_gettid(), ROLE "_child_waits", blocked, blocks, 0, "[hardirq]");
 	wl_print_identity(wl_gettid(), COMM, from, to);
 	return 0;
 }

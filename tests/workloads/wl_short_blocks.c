@@ -21,8 +21,7 @@
  * machine, most after the switch back in (bpftrace on sched_switch: a median 29 us from the
  * switch-in to the user's clock read), which the clock around the call counts and no recorder
  * should; while the kernel starts charging a woken thread CPU time when it is queued, before
- * it runs. A read that returns within WL_SHORT_MIN_NS found its byte there and did not block:
- * it is not counted.
+ * it runs. A read that found its byte there did not block: it is not counted (wl_blocks_so_far).
  *
  * With -p, per thread,
  *   long_blocks tid=T period_us=P count=C ns=N
@@ -41,8 +40,6 @@
 #include "wl_common.h"
 
 #include <pthread.h>
-
-#define WL_SHORT_MIN_NS 20000ull
 
 static uint64_t deadline_ns;
 static uint64_t long_ns; /* -p: blocks this long or longer are counted apart */
@@ -103,15 +100,17 @@ static long random_us(unsigned int *seed)
 	return 50 + (long)(rand_r(seed) % 251);
 }
 
-/* One sleep of US microseconds, the syscall issued here so that this is the user leaf. */
-WL_NOINLINE uint64_t wl_short_sleep(long us)
+/* One sleep of US microseconds, the syscall issued here so that this is the user leaf; the
+ * time blocked, counting blocks in *blocks. */
+WL_NOINLINE uint64_t wl_short_sleep(long us, long *blocks)
 {
 	struct timespec ts = { 0, us * 1000L };
+	long before = wl_blocks_so_far();
 	uint64_t t0 = wl_now_ns();
 
 	if (wl_syscall4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (long)&ts, 0) != 0)
 		exit(2);
-	return wl_now_ns() - t0;
+	return wl_blocked_since(t0, before, blocks);
 }
 
 WL_NOINLINE void wl_relay_write(void)
@@ -123,26 +122,27 @@ WL_NOINLINE void wl_relay_write(void)
 }
 
 /* One read of the relay's byte (or of its end, *eof); the time blocked, or 0 if it was
- * already there. */
-WL_NOINLINE uint64_t wl_short_wait(int *eof)
+ * already there, counting blocks in *blocks. */
+WL_NOINLINE uint64_t wl_short_wait(int *eof, long *blocks)
 {
 	char c;
+	long before = wl_blocks_so_far();
 	uint64_t t0 = wl_now_ns();
 	long r = wl_syscall4(SYS_read, relay_pipe[0], (long)&c, 1, 0);
-	uint64_t t1 = wl_now_ns();
+	uint64_t ns = wl_blocked_since(t0, before, blocks);
 
 	if (r == 0)
 		*eof = 1;
 	else if (r != 1)
 		exit(2);
-	return t1 - t0 < WL_SHORT_MIN_NS ? 0 : t1 - t0;
+	return ns;
 }
 
-/* One block of `ns`, measured by the thread's clock. */
+/* One call that blocked for `ns`, measured by the thread's clock (its blocks are in
+ * t->count already). */
 static void count_block(struct truth *t, uint64_t ns)
 {
 	t->blocked_ns += ns;
-	t->count++;
 	if (long_ns && ns >= long_ns) {
 		t->long_blocked_ns += ns;
 		t->long_count++;
@@ -159,7 +159,7 @@ static void *sleeper(void *arg)
 	wl_become_fifo();
 	start_timing(t);
 	while (wl_now_ns() < deadline_ns) {
-		count_block(t, wl_short_sleep(random_us(&t->seed)));
+		count_block(t, wl_short_sleep(random_us(&t->seed), &t->count));
 		if (t->relay)
 			wl_relay_write();
 	}
@@ -179,7 +179,7 @@ static void *relay_reader(void *arg)
 	start_timing(t);
 	/* The last read blocks until the writer closes the pipe: a block like the others. */
 	while (!eof) {
-		uint64_t ns = wl_short_wait(&eof);
+		uint64_t ns = wl_short_wait(&eof, &t->count);
 
 		if (ns)
 			count_block(t, ns);

@@ -49,7 +49,7 @@ static uint64_t thread_cpu_ns(void)
 
 int main(int argc, char **argv)
 {
-	long count = 20, ms = 20, i;
+	long count = 20, ms = 20, blocks = 0, before, i;
 	uint64_t blocked = 0, spin_start, spun = 0;
 
 	wl_parse_args(argc, argv, &count, &ms);
@@ -57,9 +57,11 @@ int main(int argc, char **argv)
 		spin_start = thread_cpu_ns();
 		wl_spin_for(ms);
 		spun += thread_cpu_ns() - spin_start;
+		before = wl_blocks_so_far();
 		blocked += wl_block_for(ms);
+		blocks += wl_blocks_so_far() - before;
 	}
-	wl_print_truth(wl_gettid(), "wl_block_for", blocked, count, 0, "[hardirq]");
+	wl_print_truth(wl_gettid(), "wl_block_for", blocked, blocks, 0, "[hardirq]");
 	printf("spin tid=%d function=wl_spin_for on_cpu_ns=%llu\n", wl_gettid(), (unsigned long long)spun);
 	return 0;
 }

@@ -76,8 +76,10 @@ static void *returner(void *arg)
 		long p = g_phase;
 
 		if (p == 0 || p == last) {
+			long before = wl_blocks_so_far();
+
 			blocked += phase_return(g_ms);
-			count++;
+			count += wl_blocks_so_far() - before;
 		} else {
 			wl_pause_ms(20);
 		}
@@ -117,8 +119,12 @@ int main(int argc, char **argv)
 	for (p = 0; p < nphases; p++) {
 		g_phase = p;
 		end = wl_now_ns() + (uint64_t)phase_ms * 1000000ull;
-		for (i = 0; wl_now_ns() < end; i++, count++)
+		for (i = 0; wl_now_ns() < end; i++) {
+			long before = wl_blocks_so_far();
+
 			blocked += phases[p](i % stacks, ms);
+			count += wl_blocks_so_far() - before;
+		}
 	}
 	g_done = 1;
 	if (with_returner)

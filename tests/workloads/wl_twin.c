@@ -19,14 +19,14 @@
 #define TWIN_NAME "twin_one_waits"
 #endif
 
-WL_NOINLINE uint64_t TWIN_WAITS(long ms)
+WL_NOINLINE uint64_t TWIN_WAITS(long ms, long *blocks)
 {
-	return wl_block_ms(ms);
+	return wl_block_ms(ms, blocks);
 }
 
 int main(int argc, char **argv)
 {
-	long count = 10, ms = 10, i;
+	long count = 10, ms = 10, blocks = 0, i;
 	uint64_t blocked = 0, from, to;
 	char *next = NULL, *args[6] = { NULL, "-n", "10", "-m", "10", NULL };
 
@@ -41,9 +41,9 @@ int main(int argc, char **argv)
 	wl_pin_to_this_cpu();
 	from = wl_now_ns();
 	for (i = 0; i < count; i++)
-		blocked += TWIN_WAITS(ms);
+		blocked += TWIN_WAITS(ms, &blocks);
 	to = wl_now_ns();
-	wl_print_truth(wl_gettid(), TWIN_NAME, blocked, count, 0, "[hardirq]");
+	wl_print_truth(wl_gettid(), TWIN_NAME, blocked, blocks, 0, "[hardirq]");
 	wl_print_identity(wl_gettid(), "wl_twin", from, to);
 	if (!next)
 		return 0;

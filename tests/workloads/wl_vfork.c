@@ -27,16 +27,18 @@ WL_NOINLINE uint64_t wl_vfork_wait(long ms, pid_t *child)
 
 int main(int argc, char **argv)
 {
-	long count = 20, ms = 20, i;
+	long count = 20, ms = 20, blocks = 0, before, i;
 	uint64_t blocked = 0;
 	pid_t child = 0;
 
 	wl_parse_args(argc, argv, &count, &ms);
 	for (i = 0; i < count; i++) {
+		before = wl_blocks_so_far();
 		blocked += wl_vfork_wait(ms, &child);
+		blocks += wl_blocks_so_far() - before;
 		if (waitpid(child, NULL, 0) != child)
 			return 1;
 	}
-	wl_print_truth(wl_gettid(), "__vfork", blocked, count, child, "_exit");
+	wl_print_truth(wl_gettid(), "__vfork", blocked, blocks, child, "_exit");
 	return 0;
 }
