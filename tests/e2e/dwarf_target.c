@@ -71,6 +71,7 @@ int main(int argc, char **argv)
 	if (child == 0) {
 		uint64_t blocked;
 
+		wl_prefault_stack();
 		close(fds[1]);
 		blocked = dwarf_target_serve(fds[0], count, &blocks);
 		wl_print_truth(wl_gettid(), "dwarf_target_wait", blocked, blocks, getppid(), "dwarf_target_kick");

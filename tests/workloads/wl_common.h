@@ -77,6 +77,21 @@ static inline int wl_gettid(void)
 	return (int)syscall(SYS_gettid);
 }
 
+/* Touches the 64 KiB of stack below the caller's frame, so that the calls a workload measures
+ * find their stack pages there. A stack page's first write (a new thread's, or any page after
+ * fork: copy on write) allocates memory, which under memory pressure may sleep in reclaim: a
+ * block that a recorder rightly puts in the function that wrote, but that the function's own
+ * count cannot see when it was its prologue. Called by a thread, or a forked child, before it
+ * blocks in the calls it counts. */
+static __attribute__((noinline, unused)) void wl_prefault_stack(void)
+{
+	volatile char stack[64 * 1024];
+	size_t i;
+
+	for (i = 0; i < sizeof stack; i += 4096)
+		stack[i] = 0;
+}
+
 /* The time from t0 (CLOCK_MONOTONIC) if the thread blocked since it had `before` blocks
  * (wl_blocks_so_far), adding them to *blocks; else 0. */
 static inline uint64_t wl_blocked_since(uint64_t t0, long before, long *blocks)

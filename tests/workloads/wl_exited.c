@@ -62,6 +62,7 @@ static void *short_lived(void *arg)
 	long i;
 
 	(void)arg;
+	wl_prefault_stack();
 	wl_become_fifo();
 	atomic_store(&g_thread_tid, wl_gettid());
 	g_thread_from = wl_now_ns();

@@ -135,6 +135,7 @@ int main(int argc, char **argv)
 	if (child < 0)
 		return 1;
 	if (child == 0) {
+		wl_prefault_stack();
 		close(g_pipe[1]);
 		close(g_socket[1]);
 		for (i = 0; i < count; i++) {

@@ -48,6 +48,7 @@ int main(int argc, char **argv)
 	if (child < 0)
 		return 1;
 	if (child == 0) {
+		wl_prefault_stack();
 		if (child_cpu >= 0) {
 			cpu_set_t set;
 

@@ -68,6 +68,7 @@ int main(int argc, char **argv)
 	if (third < 0)
 		return 1;
 	if (third == 0) {
+		wl_prefault_stack();
 		prctl(PR_SET_NAME, "relay-third");
 		close(pipe1[1]);
 		close(pipe2[0]);
@@ -86,6 +87,7 @@ int main(int argc, char **argv)
 	if (second < 0)
 		return 1;
 	if (second == 0) {
+		wl_prefault_stack();
 		prctl(PR_SET_NAME, "relay-second");
 		close(pipe1[0]);
 		close(pipe2[1]);

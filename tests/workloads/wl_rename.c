@@ -29,6 +29,7 @@ static void *renamer(void *arg)
 	long first_blocks = 0, second_blocks = 0, i;
 
 	(void)arg;
+	wl_prefault_stack();
 	from1 = wl_now_ns();
 	for (i = 0; i < g_count; i++)
 		first += blocks_as_first(g_ms, &first_blocks);

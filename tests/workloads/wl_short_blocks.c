@@ -156,6 +156,7 @@ static void *sleeper(void *arg)
 	struct truth *t = arg;
 
 	t->tid = wl_gettid();
+	wl_prefault_stack();
 	wl_become_fifo();
 	start_timing(t);
 	while (wl_now_ns() < deadline_ns) {
@@ -175,6 +176,7 @@ static void *relay_reader(void *arg)
 	int eof = 0;
 
 	t->tid = wl_gettid();
+	wl_prefault_stack();
 	wl_become_fifo();
 	start_timing(t);
 	/* The last read blocks until the writer closes the pipe: a block like the others. */

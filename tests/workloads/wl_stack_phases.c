@@ -72,6 +72,7 @@ static void *returner(void *arg)
 	long last = *(long *)arg, count = 0;
 	uint64_t blocked = 0;
 
+	wl_prefault_stack();
 	while (!g_done) {
 		long p = g_phase;
 

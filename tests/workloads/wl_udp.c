@@ -44,6 +44,7 @@ int main(int argc, char **argv)
 	if (child < 0)
 		return 1;
 	if (child == 0) {
+		wl_prefault_stack();
 		for (i = 0; i < count; i++)
 			blocked += wl_udp_wait(rx, &blocks);
 		wl_print_truth(wl_gettid(), "wl_udp_wait", blocked, blocks, 0, "[softirq]");
