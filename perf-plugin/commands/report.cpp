@@ -3,6 +3,7 @@
 // (--folded), an interactive off-wake flame graph (--svg) or a pprof profile (--pprof).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "commands/command.h"
@@ -191,6 +194,29 @@ report::FlameGraphOptions flame_options(const Profile& p, const std::string& inp
   return o;
 }
 
+// Without -i, standard input when it is a pipe (as perf report reads `perf record -o - | perf
+// report`), else perf.data.
+std::string default_input() {
+  struct stat st;
+  return fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode) ? "-" : "perf.data";
+}
+
+// Several inputs are summed: a file named twice (an overlapping glob of --switch-output's
+// windows, a name repeated) would count its blocks twice. The message, if one is.
+std::optional<std::string> input_given_twice(const std::vector<std::string>& inputs) {
+  std::map<std::pair<dev_t, ino_t>, const std::string*> seen;
+  for (const std::string& in : inputs) {
+    struct stat st;
+    if (in == "-" || stat(in.c_str(), &st) != 0) continue;  // reading it says what is wrong
+    auto [it, added] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), &in);
+    if (added) continue;
+    const std::string what = in == *it->second ? "'" + in + "' is given twice"
+                                               : "'" + in + "' is the same file as '" + *it->second + "'";
+    return what + ": each recording is read once (its blocks would count twice)";
+  }
+  return std::nullopt;
+}
+
 int fail(const std::string& message) {
   fprintf(stderr, "perf offwake report: %s\n", message.c_str());
   return kExitFailure;
@@ -239,9 +265,10 @@ int cmd_report(const std::vector<std::string>& args) {
   const std::vector<std::string> usage = {"perf offwake report [<options>]"};
   ParsedArgs parsed = parse_command_line(args, table, usage, false);
   if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
-  if (inputs.empty()) inputs.push_back("perf.data");
+  if (inputs.empty()) inputs.push_back(default_input());
   if (inputs.size() > 1 && std::count(inputs.begin(), inputs.end(), "-"))
     return usage_error("standard input ('-') is read alone, not with other files");
+  if (auto again = input_given_twice(inputs)) return usage_error(*again);
   // As the outputs name the input: the file, or the first of several and how many.
   const std::string input =
       inputs.size() == 1 ? inputs[0] : inputs[0] + " and " + std::to_string(inputs.size() - 1) + " more";
@@ -265,6 +292,10 @@ int cmd_report(const std::vector<std::string>& args) {
     if (Status s = parse_ids("tid", tids, &filters.tids); !s) return usage_error(s.error().message());
   }
   if (wallclock && filters.no_waker) filters.no_waker = false;  // wall-clock stacks have no waker anyway
+  // The table and the pprof profile are off-wake views, with wakers: --wallclock would be
+  // ignored there.
+  if (wallclock && (stdio || !pprof.empty() || (!folded && svg.empty())))
+    return usage_error("--wallclock is a view of --svg and --folded, not of the table or --pprof");
   if (!folded && svg.empty() && pprof.empty()) stdio = true;
   if (int(stdio) + int(folded) + int(svg == "-") + int(pprof == "-") > 1 && (svg == "-" || pprof == "-"))
     return usage_error("one output at most goes to standard output ('-'): --stdio, --folded, --svg - or --pprof -");

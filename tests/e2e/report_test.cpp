@@ -2,6 +2,8 @@
 // shows the workload's blocked stack with the time it measured itself (within 5%) and its
 // waker; --folded is byte for byte what scripts/offwake-collapse.py prints under Debian's perf
 // (and --wallclock what offwake-wallclock.py prints); streams, filters and bad input.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -175,6 +177,48 @@ TEST(Report, ReadsAStream) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("wl_wait_for_message"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(";--;"), std::string::npos) << r.out;
+}
+
+// Without -i, standard input when it is a pipe, as perf report reads `perf record -o - |
+// perf report`; else perf.data (every other test: run() gives commands a file as stdin).
+TEST(Report, APipeOnStandardInputIsTheDefaultInput) {
+  TempDir dir;
+  auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_pipe -n 5 | " + kOffwake + " report --folded");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("wl_wait_for_message"), std::string::npos) << r.out;
+  auto none = run("cd " + dir.path() + " && " + kOffwake + " report --folded");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_EQ(none.err, "perf offwake report: opening perf.data: No such file or directory\n");
+}
+
+// Several inputs are summed: one file given twice, by its name or through a link, would count
+// its blocks twice (an overlapping glob of --switch-output's windows).
+TEST(Report, AFileGivenTwiceIsAUsageError) {
+  TempDir dir;
+  const Recording& rec = recording("wl_pipe", "");
+  ASSERT_EQ(rec.record.status, 0) << rec.record.err;
+  const std::string link = dir.file("link.data");
+  ASSERT_EQ(symlink(rec.data.c_str(), link.c_str()), 0);
+  expect_usage_error(run(kOffwake + " report -i " + rec.data + " -i " + rec.data), "' is given twice: each recording is read once", "report");
+  expect_usage_error(run(kOffwake + " report -i " + rec.data + " -i " + link),
+                     "'" + link + "' is the same file as '" + rec.data + "'", "report");
+}
+
+// --wallclock is a view of --svg and --folded: the table and --pprof show wakers, and would
+// ignore it.
+TEST(Report, WallclockWhereItWouldBeIgnoredIsAUsageError) {
+  TempDir dir;
+  const Recording& r = recording("wl_spin_block", "--on-cpu");
+  ASSERT_EQ(r.record.status, 0) << r.record.err;
+  for (const std::string& args : std::vector<std::string>{"--wallclock", "--wallclock --stdio", "--wallclock --pprof " + dir.file("x.pb.gz"),
+                                 "--wallclock --folded --pprof " + dir.file("y.pb.gz")}) {
+    SCOPED_TRACE(args);
+    expect_usage_error(report(r, args), "--wallclock is a view of --svg and --folded", "report");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.pb.gz")));
+  auto svg = report(r, "--wallclock --svg " + dir.file("w.svg"));
+  EXPECT_EQ(svg.status, 0) << svg.err;
+  EXPECT_NE(read_file(dir.file("w.svg")).find("[on-cpu]"), std::string::npos);
 }
 
 // A stream cut inside a record (a pipe or a file of it cut short) reads as perf reads it: the
