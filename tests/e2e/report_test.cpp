@@ -199,7 +199,8 @@ TEST(Report, AFileGivenTwiceIsAUsageError) {
   ASSERT_EQ(rec.record.status, 0) << rec.record.err;
   const std::string link = dir.file("link.data");
   ASSERT_EQ(symlink(rec.data.c_str(), link.c_str()), 0);
-  expect_usage_error(run(kOffwake + " report -i " + rec.data + " -i " + rec.data), "' is given twice: each recording is read once", "report");
+  expect_usage_error(run(kOffwake + " report -i " + rec.data + " -i " + rec.data),
+                     "' is given twice: each recording is read once", "report");
   expect_usage_error(run(kOffwake + " report -i " + rec.data + " -i " + link),
                      "'" + link + "' is the same file as '" + rec.data + "'", "report");
 }
@@ -210,8 +211,9 @@ TEST(Report, WallclockWhereItWouldBeIgnoredIsAUsageError) {
   TempDir dir;
   const Recording& r = recording("wl_spin_block", "--on-cpu");
   ASSERT_EQ(r.record.status, 0) << r.record.err;
-  for (const std::string& args : std::vector<std::string>{"--wallclock", "--wallclock --stdio", "--wallclock --pprof " + dir.file("x.pb.gz"),
-                                 "--wallclock --folded --pprof " + dir.file("y.pb.gz")}) {
+  const std::vector<std::string> refused = {"--wallclock", "--wallclock --stdio", "--wallclock --pprof " + dir.file("x.pb.gz"),
+                                            "--wallclock --folded --pprof " + dir.file("y.pb.gz")};
+  for (const std::string& args : refused) {
     SCOPED_TRACE(args);
     expect_usage_error(report(r, args), "--wallclock is a view of --svg and --folded", "report");
   }
