@@ -265,8 +265,14 @@ Status PerfDataReader::read_file_header() {
     if (table + sizeof sec > file_size) return Error::bad_input("feature table is truncated");
     OFFWAKE_TRY(src_->pread(&sec, sizeof sec, table));
     table += sizeof sec;
-    if (!section_fits(sec, file_size))
+    if (!section_fits(sec, file_size)) {
+      // Begun inside the file and going on past its end: the file was cut (a full disk, a copy
+      // stopped), as perf says of such a file.
+      if (sec.offset <= file_size && sec.size <= UINT64_MAX - sec.offset)
+        return Error::bad_input("cut short: feature " + std::to_string(bit) + " ends at byte " +
+                                std::to_string(sec.offset + sec.size) + ", the file at " + std::to_string(file_size));
       return Error::bad_input("feature " + std::to_string(bit) + " lies outside the file");
+    }
     Bytes data(sec.size);
     if (sec.size) OFFWAKE_TRY(src_->pread(data.data(), data.size(), sec.offset));
     auto s = decode_feature(bit, data, info_);

@@ -725,6 +725,16 @@ TEST(Report, BadInputIsOneLine) {
   auto r = run(kOffwake + " report -i " + cut);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // Cut inside its last feature: said so, with where it ends and where it should.
+  const std::string whole = read_file(rec.data);
+  const std::string end_cut = dir.file("end_cut.data");
+  write_bytes(end_cut, whole.substr(0, whole.size() - 10));
+  auto e = run(kOffwake + " report -i " + end_cut);
+  EXPECT_EQ(e.status, 1) << e.err;
+  EXPECT_TRUE(std::regex_search(e.err, std::regex("^perf offwake report: " + end_cut + ": cut short: feature \\d+ ends at byte " +
+                                                       std::to_string(whole.size()) + ", the file at " +
+                                                       std::to_string(whole.size() - 10) + "\n$")))
+      << e.err;
 }
 
 }  // namespace
