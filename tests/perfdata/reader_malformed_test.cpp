@@ -4,6 +4,8 @@
 // caller can tell a broken file from one it should record differently, or from a failed read.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <random>
 
 #include "fixtures.h"
@@ -278,6 +280,18 @@ TEST(ReaderMalformed, FeatureSectionPastTheEnd) {
   FileHeader h = header_of(b);
   const size_t table = h.data.offset + h.data.size;
   poke<uint64_t>(b, table + 8, 1 << 20);  // the first (BUILD_ID) section's size
+  // Begun inside the file: as a file cut short would have it.
+  uint64_t offset = 0;
+  std::memcpy(&offset, b.data() + table, sizeof offset);
+  expect_error(b, "cut short: feature 2 ends at byte " + std::to_string(offset + (1 << 20)) + ", the file at " +
+                      std::to_string(b.size()));
+}
+
+TEST(ReaderMalformed, FeatureSectionBeyondTheEnd) {
+  Bytes b = file_image();
+  FileHeader h = header_of(b);
+  const size_t table = h.data.offset + h.data.size;
+  poke<uint64_t>(b, table, uint64_t{1} << 40);  // the first (BUILD_ID) section's offset
   expect_error(b, "feature 2 lies outside the file");
 }
 
