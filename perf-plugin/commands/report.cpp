@@ -280,6 +280,11 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!min_text.empty()) {
     if (Status s = parse_minimum(min_text, &minimum); !s) return usage_error(s.error().message());
   }
+  // An empty list ("--pid $(pgrep -d, nginx)" with nginx down) filters nothing out: say so.
+  const std::pair<const char*, const std::string*> lists[] = {
+      {"--comm", &comms}, {"--pid", &pids}, {"--tid", &tids}, {"--cgroup", &cgroups}};
+  for (const auto& [name, text] : lists)
+    if (parsed.given.count(name) && split_list(*text).empty()) return usage_error(std::string(name) + ": an empty list");
   for (const auto& c : split_list(comms)) filters.comms.insert(c);
   for (const auto& c : split_list(cgroups)) {
     if (c[0] != '/') return usage_error("--cgroup '" + c + "': a cgroup path starts with '/' (as perf report --sort cgroup shows it)");
