@@ -144,7 +144,8 @@ Result<PerfDataReader> PerfDataReader::open(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno("opening " + path);
   struct stat st {};
-  if (fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) return Error(path + " is a directory", EISDIR, ErrorKind::kIo);
+  // A directory opens for reading; say so as a failed open says it, strerror naming the cause once.
+  if (fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) return Error("opening " + path, EISDIR, ErrorKind::kIo);
   return from_fd(std::move(fd), path);
 }
 

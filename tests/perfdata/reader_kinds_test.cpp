@@ -51,7 +51,10 @@ TEST(ReaderKinds, AMissingFileOrADirectoryIsIo) {
   auto missing = read_error(dir.file("no-such.data"));
   expect_kind(missing, ErrorKind::kIo, "missing file");
   EXPECT_EQ(missing->errnum(), ENOENT);
-  expect_kind(read_error(dir.path()), ErrorKind::kIo, "directory");
+  auto directory = read_error(dir.path());
+  expect_kind(directory, ErrorKind::kIo, "directory");
+  // As a failed open says it: the cause once ("x is a directory: Is a directory" said it twice).
+  EXPECT_EQ(directory->message(), "opening " + dir.path() + ": Is a directory");
 }
 
 TEST(ReaderKinds, ATruncatedOrGarbageFileIsBadInput) {

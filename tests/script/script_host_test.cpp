@@ -165,6 +165,10 @@ TEST_F(ScriptHost, BadInput) {
   auto directory = run(kOffwake + " script -i " + data() + " -s " + dir_->path());
   EXPECT_EQ(directory.status, 1);
   EXPECT_EQ(directory.err, "perf offwake script: opening script " + dir_->path() + ": Is a directory\n");
+  // And as the input: the cause said once.
+  auto input_directory = run(kOffwake + " script -i " + dir_->path() + " -s " + script("z.py", ""));
+  EXPECT_EQ(input_directory.status, 1);
+  EXPECT_EQ(input_directory.err, "perf offwake script: opening " + dir_->path() + ": Is a directory\n");
 }
 
 // A reader of standard output that goes away (script | head) ends the script quietly, status 0,
