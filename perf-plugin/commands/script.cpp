@@ -27,18 +27,29 @@ Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host) {
   return host.trace_end();
 }
 
+int usage_error(const std::string& message) {
+  fprintf(stderr, "perf offwake script: %s (see 'perf offwake script -h')\n", message.c_str());
+  return kExitUsage;
+}
+
 int cmd_script(const std::vector<std::string>& args) {
-  std::string input = "perf.data", script_path;
+  std::string script_path;
+  std::vector<std::string> inputs;  // all of them: a script runs over one, and a second is refused
   std::vector<Option> table = {
-      string_option('i', "input", "file", &input, "input file name ('-' for standard input); default perf.data"),
+      callback_option('i', "input", "file",
+                      [&](const std::string& v) {
+                        inputs.push_back(v);
+                        return ok_status();
+                      },
+                      "input file name ('-' for standard input); default perf.data"),
       string_option('s', "script", "file.py", &script_path, "the Python script to run (perf script -s style)"),
   };
   const std::vector<std::string> usage = {"perf offwake script [-i <file>] -s <script.py> [-- <script args>]"};
   ParsedArgs parsed = parse_command_line(args, table, usage, true);
-  if (script_path.empty()) {
-    fprintf(stderr, "perf offwake script: -s <script.py> is required (see 'perf offwake script -h')\n");
-    return kExitUsage;
-  }
+  if (script_path.empty()) return usage_error("-s <script.py> is required");
+  // A string option would keep the last -i alone, and the script would run over it silently.
+  if (inputs.size() > 1) return usage_error("-i given twice ('" + inputs[0] + "', '" + inputs[1] + "'): one input at a time");
+  const std::string input = inputs.empty() ? "perf.data" : inputs[0];
   auto reader = perfdata::PerfDataReader::open(input);
   Status offwake = reader ? check_offwake_recording(reader->events(), input) : Status(reader.error());
   if (!offwake) {

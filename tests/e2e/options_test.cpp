@@ -149,7 +149,13 @@ TEST(Options, EveryBadScriptOptionIsNamed) {
       {"-s", "switch `s' requires a value"},
       {"-i", "switch `i' requires a value"},
       {"-i x.data", "-s <script.py> is required"},
+      {"-i a.data -i b.data -s x.py", "-i given twice ('a.data', 'b.data'): one input at a time"},
+      {"-i a.data --input=a.data -s x.py", "-i given twice"},
   }, dir);
+  // One line, as the command's other usage errors: a second -i is not silently the input.
+  auto twice = run(kOffwake + " script -i a.data -i b.data -s x.py");
+  EXPECT_EQ(twice.err, "perf offwake script: -i given twice ('a.data', 'b.data'): one input at a time (see 'perf "
+                       "offwake script -h')\n");
 }
 
 TEST(Options, EveryBadConvertOptionIsNamed) {
