@@ -63,18 +63,15 @@ int cmd_script(const std::vector<std::string>& args) {
     fprintf(stderr, "perf offwake script: %s\n", host.error().message().c_str());
     return kExitFailure;
   }
-  if ((*host)->ended()) {  // sys.exit() at the script's top level
-    const int status = (*host)->exit_status();
-    if (status != 0) fprintf(stderr, "perf offwake script: %s\n", (*host)->end().message().c_str());
-    return status;
-  }
+  // sys.exit() (or a closed standard output) ends the run with its status, and nothing more is
+  // said than Python says (a string argument), as under perf script and python3.
+  if ((*host)->ended()) return (*host)->exit_status();  // at the script's top level
   Status s = run_session(*reader, **host);
   if (auto cut = reader->cut_short()) fprintf(stderr, "perf offwake script: warning: %s\n", cut->c_str());
+  if ((*host)->ended()) return (*host)->exit_status();  // in a handler
   if (!s) {
-    int status = (*host)->exit_status();
-    if (status == 0) return kExitOk;  // sys.exit(0) from a handler
     fprintf(stderr, "perf offwake script: %s\n", s.error().message().c_str());
-    return status;
+    return kExitFailure;
   }
   return kExitOk;
 }

@@ -57,11 +57,11 @@ Error ScriptHost::python_error(const std::string& what) {
       close(null);
     }
     exit_status_ = 0;
-    exit_requested_ = true;
+    ended_ = true;
     return Error(script_ + ": standard output closed", EPIPE);
   }
   if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
-    exit_requested_ = true;
+    ended_ = true;
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
@@ -128,9 +128,8 @@ Result<std::unique_ptr<ScriptHost>> ScriptHost::start(const std::string& script,
                                  nullptr));
   if (!result) {
     Error e = host->python_error("the script's top level");
-    if (!host->exit_requested_) return e;
-    host->ended_ = std::move(e);  // as python3 would: the script ends there, with its status
-    return host;
+    if (!host->ended_) return e;
+    return host;  // as python3 would: the script ends there, with its status
   }
 
   auto handler = [&](const char* name) -> PyObject* {

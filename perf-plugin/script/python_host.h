@@ -5,7 +5,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,12 +50,12 @@ class ScriptHost {
   Status trace_end();
   bool has_process_event() const { return process_event_ != nullptr; }
 
-  // The status sys.exit() asked for, once a call returned an Error because of it.
+  // The script ended the run (sys.exit(), or its standard output closed), at its top level
+  // or in a handler whose call returned an Error because of it: there is nothing more to run,
+  // and nothing to say either (Python printed a string argument to sys.exit()).
+  bool ended() const { return ended_; }
+  // The status sys.exit() asked for, once ended(): 0 for a closed standard output.
   int exit_status() const { return exit_status_; }
-  // The script's top level ended it (sys.exit(), or its standard output closed): there is
-  // nothing more to run; exit_status() and end() say how.
-  bool ended() const { return ended_.has_value(); }
-  const Error& end() const { return *ended_; }
 
  private:
   ScriptHost() = default;
@@ -69,8 +68,7 @@ class ScriptHost {
   PyObject* process_event_ = nullptr;
   PyObject* trace_end_ = nullptr;
   int exit_status_ = 1;
-  bool exit_requested_ = false;  // python_error() met SystemExit or BrokenPipeError
-  std::optional<Error> ended_;
+  bool ended_ = false;  // python_error() met SystemExit or BrokenPipeError
 };
 
 }  // namespace offwake::script
