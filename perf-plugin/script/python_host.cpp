@@ -4,6 +4,7 @@
 #include "script/python_host.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,10 +46,18 @@ PyModuleDef trace_context_module = {PyModuleDef_HEAD_INIT, "perf_trace_context",
 
 PyObject* init_trace_context_module() { return PyModule_Create(&trace_context_module); }
 
+// Whether the reader of standard output went away: poll() says POLLERR for a pipe without a
+// reader left, POLLHUP for a socket whose peer closed. Only then is a BrokenPipeError the end
+// of the output rather than the script's own (a write to a subprocess that exited).
+bool standard_output_gone() {
+  pollfd out{STDOUT_FILENO, 0, 0};
+  return poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLHUP)) != 0;
+}
+
 }  // namespace
 
 Error ScriptHost::python_error(const std::string& what) {
-  if (PyErr_ExceptionMatches(PyExc_BrokenPipeError)) {
+  if (PyErr_ExceptionMatches(PyExc_BrokenPipeError) && standard_output_gone()) {
     // The reader of standard output went away (script | head): the script is done, quietly,
     // as perf script is. What Python still holds for stdout goes nowhere at its exit.
     PyErr_Clear();

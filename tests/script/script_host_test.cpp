@@ -192,6 +192,36 @@ TEST_F(ScriptHost, ClosedStandardOutputIsAQuietEnd) {
   EXPECT_EQ(report.err, "");
 }
 
+// Any other BrokenPipeError is the script's own exception: its traceback, status 1, and what
+// the script printed before it still printed (it was taken for a closed standard output: a
+// quiet status 0).
+TEST_F(ScriptHost, BrokenPipeOfTheScriptsOwnIsAnError) {
+  const std::string own = script("own_pipe.py", R"(
+import subprocess
+def trace_begin():
+    print("before")
+def process_event(d):
+    p = subprocess.Popen(["true"], stdin=subprocess.PIPE)
+    p.wait()
+    p.stdin.write(b"x" * 100000)  # true has exited: EPIPE
+    p.stdin.flush()
+def trace_end():
+    print("never")
+)");
+  auto r = run(kOffwake + " script -i " + data() + " -s " + own + " | cat; exit ${PIPESTATUS[0]}");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.out, "before\n");
+  EXPECT_NE(r.err.find("Traceback"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("BrokenPipeError"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Python error in process_event()"), std::string::npos) << r.err;
+  // At the top level too; standard output a file here.
+  auto top = run(kOffwake + " script -i " + data() + " -s " +
+                 script("own_pipe_top.py", "import os\nprint('before')\nr, w = os.pipe()\nos.close(r)\nos.write(w, b'x')\n"));
+  EXPECT_EQ(top.status, 1) << top.err;
+  EXPECT_EQ(top.out, "before\n");
+  EXPECT_NE(top.err.find("BrokenPipeError"), std::string::npos) << top.err;
+}
+
 TEST_F(ScriptHost, ReadsAStream) {
   auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 3 2>/dev/null | " + kOffwake +
                " script -i - -s " + script("count.py", "n = 0\ndef process_event(d):\n    global n\n    n += 1\ndef trace_end():\n    print('samples', n)\n"));
