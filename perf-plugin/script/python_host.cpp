@@ -30,12 +30,11 @@ PyModuleDef offwake_module = {PyModuleDef_HEAD_INIT, "perf_offwake",
                               -1, nullptr, nullptr, nullptr, nullptr, nullptr};
 
 PyObject* init_offwake_module() {
-  PyObject* m = PyModule_Create(&offwake_module);
-  if (m) {
-    PyModule_AddStringConstant(m, "version", OFFWAKE_VERSION);
-    PyModule_AddStringConstant(m, "host", "perf-offwake");
-  }
-  return m;
+  PyRef m(PyModule_Create(&offwake_module));
+  if (!m || PyModule_AddStringConstant(m.get(), "version", OFFWAKE_VERSION) < 0 ||
+      PyModule_AddStringConstant(m.get(), "host", "perf-offwake") < 0)
+    return nullptr;  // the import fails with the exception set, as an init function's should
+  return m.release();
 }
 
 // perf's scripts do `from perf_trace_context import *`; the module exists (empty: its
@@ -52,6 +51,22 @@ PyObject* init_trace_context_module() { return PyModule_Create(&trace_context_mo
 bool standard_output_gone() {
   pollfd out{STDOUT_FILENO, 0, 0};
   return poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLHUP)) != 0;
+}
+
+// A path as Python has it: decoded with the filesystem encoding and its error handler
+// (surrogateescape), as python3 decodes argv and sys.path, so that a name that is not UTF-8
+// is still the same file through os.fsencode(). Null with a Python exception set.
+PyObject* fs_path(const std::string& path) {
+  return PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+}
+
+// What python3 prints of sys.exit(x) for an x neither int nor None: str(x) and a newline on
+// sys.stderr (backslashreplace: a lone surrogate is shown, not an error).
+void print_exit_message(PyObject* code) {
+  PyObject* err = PySys_GetObject("stderr");  // borrowed
+  if (err && err != Py_None && PyFile_WriteObject(code, err, Py_PRINT_RAW) == 0)
+    PyFile_WriteString("\n", err);
+  PyErr_Clear();  // no stderr left to print to: nothing to say either
 }
 
 }  // namespace
@@ -78,11 +93,12 @@ Error ScriptHost::python_error(const std::string& what) {
     PyErr_Clear();
     exit_status_ = 0;
     if (code && PyLong_Check(code.get())) {
-      // What the process can return of it, as python3 itself exits: sys.exit(300) is 44.
+      // What the process can return of it, as python3 itself exits: sys.exit(300) is 44, and
+      // one beyond a C long (an OverflowError, cleared) is -1, thus 255.
       exit_status_ = static_cast<int>(PyLong_AsLong(code.get()) & 0xff);
+      PyErr_Clear();
     } else if (code && code.get() != Py_None) {
-      PyRef text(PyObject_Str(code.get()));
-      if (text) fprintf(stderr, "%s\n", PyUnicode_AsUTF8(text.get()));
+      print_exit_message(code.get());
       exit_status_ = 1;
     }
     Py_XDECREF(type);
@@ -122,16 +138,7 @@ Result<std::unique_ptr<ScriptHost>> ScriptHost::start(const std::string& script,
 
   std::unique_ptr<ScriptHost> host(new ScriptHost());
   host->script_ = script;
-  PyObject* main = PyImport_AddModule("__main__");  // borrowed
-  host->globals_ = PyModule_GetDict(main);          // borrowed
-
-  // sys.path[0] = the script's folder, as `python3 script.py` has it.
-  std::string dir = std::filesystem::absolute(script).parent_path().string();
-  PyObject* path = PySys_GetObject("path");  // borrowed
-  PyRef d(PyUnicode_FromString(dir.c_str()));
-  if (path && d) PyList_Insert(path, 0, d.get());
-  PyRef file_name(PyUnicode_FromString(script.c_str()));
-  PyDict_SetItemString(host->globals_, "__file__", file_name.get());
+  OFFWAKE_TRY(host->set_up_main());
 
   PyRef result(PyRun_FileExFlags(file.release(), script.c_str(), Py_file_input, host->globals_, host->globals_, 1,
                                  nullptr));
@@ -149,6 +156,24 @@ Result<std::unique_ptr<ScriptHost>> ScriptHost::start(const std::string& script,
   host->process_event_ = handler("process_event");
   host->trace_end_ = handler("trace_end");
   return host;
+}
+
+Status ScriptHost::set_up_main() {
+  // The script's folder, for sys.path[0] as `python3 script.py` has it.
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(script_, ec);
+  if (ec) return Error("finding the folder of script " + script_, ec.value(), ErrorKind::kIo);
+
+  PyObject* main = PyImport_AddModule("__main__");  // borrowed
+  globals_ = main ? PyModule_GetDict(main) : nullptr;  // borrowed
+  if (!globals_) return python_error("setting up __main__");
+  PyObject* path = PySys_GetObject("path");  // borrowed; none set no exception
+  PyRef dir(fs_path(absolute.parent_path().string()));
+  if (!dir || (path && PyList_Insert(path, 0, dir.get()) < 0)) return python_error("setting sys.path");
+  PyRef file_name(fs_path(script_));
+  if (!file_name || PyDict_SetItemString(globals_, "__file__", file_name.get()) < 0)
+    return python_error("setting __file__");
+  return ok_status();
 }
 
 ScriptHost::~ScriptHost() {

@@ -59,6 +59,8 @@ class ScriptHost {
 
  private:
   ScriptHost() = default;
+  // __main__'s globals_, its __file__, and the script's folder first on sys.path.
+  Status set_up_main();
   Status call(PyObject* fn, PyObject* args, const char* what);
   Error python_error(const std::string& what);
 

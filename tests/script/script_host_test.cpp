@@ -1,6 +1,7 @@
 // perf offwake script: the embedded Python host against real recordings, compared with the
 // real `perf script -s` on the same files. As root (it records).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -220,6 +221,38 @@ def trace_end():
   EXPECT_EQ(top.status, 1) << top.err;
   EXPECT_EQ(top.out, "before\n");
   EXPECT_NE(top.err.find("BrokenPipeError"), std::string::npos) << top.err;
+}
+
+// Paths are bytes: a script's name or folder that is not UTF-8 is decoded as python3 decodes
+// argv (the filesystem encoding, surrogateescape) and runs, as under perf 6.1. Its name crashed
+// the host (__file__ set from a null object); a working directory like it failed every
+// script with a UnicodeDecodeError from setting sys.path.
+TEST_F(ScriptHost, PathsThatAreNotUtf8) {
+  const std::string odd = dir_->file("dir\xff");
+  ASSERT_EQ(mkdir(odd.c_str(), 0755), 0);
+  const std::string text =
+      "import os, sys\n"
+      "print('ran', os.path.exists(__file__), os.path.exists(sys.argv[0]),\n"
+      "      sys.path[0] == os.path.dirname(os.path.abspath(__file__)))\n";
+  const std::string name = odd + "/script\xfe.py";
+  std::ofstream(name) << text;
+  auto ours = run(kOffwake + " script -i " + data() + " -s '" + name + "'");
+  EXPECT_EQ(ours.status, 0) << ours.err;
+  EXPECT_EQ(ours.out, "ran True True True\n") << ours.err;
+  auto perfs = run("perf script -i " + data() + " -s '" + name + "'");
+  EXPECT_EQ(perfs.out, ours.out) << perfs.err;
+  // In that folder, the script named relative to it.
+  std::ofstream(odd + "/plain.py") << text;
+  auto in_odd = run("cd '" + odd + "' && " + kOffwake + " script -i " + data() + " -s plain.py");
+  EXPECT_EQ(in_odd.status, 0) << in_odd.err;
+  EXPECT_EQ(in_odd.out, "ran True True True\n") << in_odd.err;
+  EXPECT_EQ(in_odd.err, "");
+  // A message to sys.exit() that holds such bytes is printed as python3 prints it.
+  std::ofstream(odd + "/exits.py") << "import os, sys\nsys.exit('in ' + os.path.basename(os.getcwd()))\n";
+  auto says = run("cd '" + odd + "' && " + kOffwake + " script -i " + data() + " -s exits.py");
+  EXPECT_EQ(says.status, 1);
+  EXPECT_EQ(says.err, run("cd '" + odd + "' && python3 exits.py").err);
+  EXPECT_EQ(says.err, "in dir\\udcff\n");
 }
 
 TEST_F(ScriptHost, ReadsAStream) {
