@@ -18,12 +18,32 @@
 namespace offwake {
 namespace {
 
+// Ctrl-C ends the reading, not the process: trace_end() still runs and the status is 0, as
+// under perf script. The handler only sets the flag, which the loop looks at before each event;
+// SA_RESETHAND leaves a second Ctrl-C its default action, for a handler that never returns.
+volatile sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) { g_interrupted = 1; }
+
+void stop_reading_on_interrupt() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;  // reads and Python's calls go on as if not interrupted
+  sigaction(SIGINT, &sa, nullptr);
+}
+
 Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host) {
   symbolize::Symbolizer symbolizer({.name_unnamed = false});  // frames as perf names them
   report::SampleStream stream(reader, symbolizer);
-  script::DictVisitor visitor(symbolizer, [&](script::PyRef dict) { return host.process_event(std::move(dict)); });
+  bool interrupted = false;
+  script::DictVisitor visitor(symbolizer, [&](script::PyRef dict) -> Status {
+    if (g_interrupted) {
+      interrupted = true;
+      return Error("interrupted");  // ends stream.run() here; the session goes on to trace_end()
+    }
+    return host.process_event(std::move(dict));
+  });
   OFFWAKE_TRY(host.trace_begin());
-  OFFWAKE_TRY(stream.run(visitor));
+  if (Status read = stream.run(visitor); !read && !interrupted) return read;
   return host.trace_end();
 }
 
@@ -58,6 +78,7 @@ int cmd_script(const std::vector<std::string>& args) {
   }
   // A closed standard output is a BrokenPipeError in the script (python3 ignores SIGPIPE too).
   signal(SIGPIPE, SIG_IGN);
+  stop_reading_on_interrupt();
   auto host = script::ScriptHost::start(script_path, parsed.rest);
   if (!host) {
     fprintf(stderr, "perf offwake script: %s\n", host.error().message().c_str());

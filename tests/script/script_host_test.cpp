@@ -255,6 +255,34 @@ TEST_F(ScriptHost, PathsThatAreNotUtf8) {
   EXPECT_EQ(says.err, "in dir\\udcff\n");
 }
 
+// Ctrl-C stops the reading at the next event; trace_end() runs and the status is 0, as under
+// perf script (it killed the host, and trace_end() never ran). timeout sends the SIGINT: its
+// child has SIGINT's default disposition whatever the test's shell has.
+TEST_F(ScriptHost, InterruptRunsTraceEnd) {
+  const std::string counts = script("counts.py", R"(
+import sys, time
+n = 0
+def process_event(d):
+    global n
+    n += 1
+    time.sleep(float(sys.argv[1]))
+def trace_end():
+    print("end after", n)
+)");
+  auto all = run(kOffwake + " script -i " + data() + " -s " + counts + " -- 0");
+  ASSERT_EQ(all.status, 0) << all.err;
+  const int total = std::stoi(all.out.substr(all.out.rfind(' ')));
+  ASSERT_GE(total, 4) << "the recording has too few samples to stop in the middle";
+  // 0.5 s an event: the whole recording would take 2 s at least; interrupted after 1 s.
+  auto r = run("timeout --preserve-status -s INT 1 " + kOffwake + " script -i " + data() + " -s " + counts + " -- 0.5");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  ASSERT_EQ(r.out.rfind("end after ", 0), 0u) << r.out;
+  const int done = std::stoi(r.out.substr(r.out.rfind(' ')));
+  EXPECT_GE(done, 1);
+  EXPECT_LT(done, total) << "every event was read: the interrupt did not stop the reading";
+}
+
 TEST_F(ScriptHost, ReadsAStream) {
   auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 3 2>/dev/null | " + kOffwake +
                " script -i - -s " + script("count.py", "n = 0\ndef process_event(d):\n    global n\n    n += 1\ndef trace_end():\n    print('samples', n)\n"));
