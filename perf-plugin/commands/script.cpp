@@ -11,6 +11,7 @@
 #include "perfdata/reader.h"
 #include "report/sample_stream.h"
 #include "samples/offwake_events.h"
+#include "script/perf_exec_path.h"
 #include "script/python_host.h"
 #include "script/sample_dict.h"
 #include "symbolize/symbolizer.h"
@@ -79,6 +80,7 @@ int cmd_script(const std::vector<std::string>& args) {
   // A closed standard output is a BrokenPipeError in the script (python3 ignores SIGPIPE too).
   signal(SIGPIPE, SIG_IGN);
   stop_reading_on_interrupt();
+  script::provide_perf_exec_path();  // before Python starts: os.environ is taken then
   auto host = script::ScriptHost::start(script_path, parsed.rest);
   if (!host) {
     fprintf(stderr, "perf offwake script: %s\n", host.error().message().c_str());

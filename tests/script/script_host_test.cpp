@@ -283,6 +283,55 @@ def trace_end():
   EXPECT_LT(done, total) << "every event was read: the interrupt did not stop the reading";
 }
 
+// Scripts written for perf find its Python helpers through PERF_EXEC_PATH, which perf script
+// sets: perf's own skeleton (perf script -g python) appends its Perf-Trace-Util folder to
+// sys.path and imports Core from it. Unset, that was a KeyError.
+TEST_F(ScriptHost, PerfsSkeletonRuns) {
+  TempDir here;
+  auto generated = run("cd " + here.path() + " && perf script -i " + data() + " -g python");
+  ASSERT_EQ(generated.status, 0) << generated.err;
+  const std::string skeleton = here.file("perf-script.py");
+  ASSERT_NE(read_file(skeleton).find("os.environ['PERF_EXEC_PATH']"), std::string::npos) << read_file(skeleton);
+  auto ours = run("env -u PERF_EXEC_PATH " + kOffwake + " script -i " + data() + " -s " + skeleton);
+  EXPECT_EQ(ours.status, 0) << ours.err;
+  EXPECT_EQ(ours.err, "");
+  EXPECT_NE(ours.out.find("in trace_begin"), std::string::npos) << ours.out;
+  EXPECT_NE(ours.out.find("in trace_end"), std::string::npos) << ours.out;
+  auto perfs = run("perf script -i " + data() + " -s " + skeleton);
+  EXPECT_EQ(ours.out, perfs.out);
+}
+
+// Where PERF_EXEC_PATH comes from when the environment does not set it: the folder of
+// perf-offwake when it has perf's scripts (installed in perf's exec path), else the exec path
+// of the perf on PATH; neither, it stays unset. A PERF_EXEC_PATH given is kept.
+TEST_F(ScriptHost, PerfExecPathWhereItIs) {
+  const std::string shows = script("exec_path.py", "import os\nprint(os.environ.get('PERF_EXEC_PATH'))\n");
+  const std::string run_it = " script -i " + data() + " -s " + shows;
+  auto kept = run("PERF_EXEC_PATH=/my/perf " + kOffwake + run_it);
+  EXPECT_EQ(kept.out, "/my/perf\n") << kept.err;
+
+  // The build tree's perf-offwake has no scripts beside it: perf's, if it has them.
+  auto perfs = run("perf --exec-path");
+  ASSERT_EQ(perfs.status, 0) << perfs.err;
+  struct stat st {};
+  const std::string perf_dir = perfs.out.substr(0, perfs.out.find('\n'));
+  const bool perf_has_scripts = stat((perf_dir + "/scripts/python/Perf-Trace-Util").c_str(), &st) == 0;
+  auto from_perf = run("env -u PERF_EXEC_PATH " + kOffwake + run_it);
+  EXPECT_EQ(from_perf.out, (perf_has_scripts ? perf_dir : "None") + "\n") << from_perf.err;
+
+  TempDir installed;
+  const std::string copy = installed.file("perf-offwake");
+  ASSERT_EQ(run("mkdir -p " + installed.file("scripts/python/Perf-Trace-Util") + " && (ln " + kOffwake + " " + copy +
+                " 2>/dev/null || cp " + kOffwake + " " + copy + ")").status, 0);
+  auto own = run("env -u PERF_EXEC_PATH " + copy + run_it);
+  EXPECT_EQ(own.out, installed.path() + "\n") << own.err;
+  // No perf on PATH: unset, and no word about it.
+  auto none = run("env -u PERF_EXEC_PATH PATH=/nonexistent " + kOffwake + run_it);
+  EXPECT_EQ(none.status, 0) << none.err;
+  EXPECT_EQ(none.out, "None\n");
+  EXPECT_EQ(none.err, "");
+}
+
 TEST_F(ScriptHost, ReadsAStream) {
   auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 3 2>/dev/null | " + kOffwake +
                " script -i - -s " + script("count.py", "n = 0\ndef process_event(d):\n    global n\n    n += 1\ndef trace_end():\n    print('samples', n)\n"));
