@@ -1,5 +1,8 @@
 #include "commands/options.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -167,6 +170,11 @@ ParsedArgs parse_command_line(const std::vector<std::string>& args, const std::v
     // A flag turned off (--no-eager) is as good as not given.
     if (given[i] && (table[i].kind != Option::Kind::kFlag || *table[i].flag)) out.given.insert(given_name(table[i]));
   return out;
+}
+
+std::string default_input() {
+  struct stat st;
+  return fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode) ? "-" : "perf.data";
 }
 
 }  // namespace offwake

@@ -54,4 +54,8 @@ struct ParsedArgs {
 ParsedArgs parse_command_line(const std::vector<std::string>& args, const std::vector<Option>& table,
                               const std::vector<std::string>& usage, bool stop_at_non_option);
 
+// The input of report and script without -i: standard input ("-") when it is a pipe, as perf
+// report and perf script read `perf record -o - | perf report`; else "perf.data".
+std::string default_input();
+
 }  // namespace offwake

@@ -194,13 +194,6 @@ report::FlameGraphOptions flame_options(const Profile& p, const std::string& inp
   return o;
 }
 
-// Without -i, standard input when it is a pipe (as perf report reads `perf record -o - | perf
-// report`), else perf.data.
-std::string default_input() {
-  struct stat st;
-  return fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode) ? "-" : "perf.data";
-}
-
 // Several inputs are summed: a file named twice (an overlapping glob of --switch-output's
 // windows, a name repeated) would count its blocks twice. The message, if one is.
 std::optional<std::string> input_given_twice(const std::vector<std::string>& inputs) {
@@ -240,7 +233,7 @@ int cmd_report(const std::vector<std::string>& args) {
                         inputs.push_back(v);
                         return ok_status();
                       },
-                      "input file name ('-' for standard input; default perf.data); given again, several "
+                      "input file name ('-' for standard input; default perf.data, or standard input if a pipe); given again, several "
                       "recordings summed (--switch-output's windows)"),
       flag_option(0, "stdio", &stdio, "the table of blocked stacks and their wakers (the default)"),
       flag_option(0, "folded", &folded, "folded stacks on standard output (offwake-collapse.py's format)"),

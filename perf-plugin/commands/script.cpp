@@ -62,7 +62,7 @@ int cmd_script(const std::vector<std::string>& args) {
                         inputs.push_back(v);
                         return ok_status();
                       },
-                      "input file name ('-' for standard input); default perf.data"),
+                      "input file name ('-' for standard input); default perf.data, or standard input if a pipe"),
       string_option('s', "script", "file.py", &script_path, "the Python script to run (perf script -s style)"),
   };
   const std::vector<std::string> usage = {"perf offwake script [-i <file>] -s <script.py> [-- <script args>]"};
@@ -70,7 +70,7 @@ int cmd_script(const std::vector<std::string>& args) {
   if (script_path.empty()) return usage_error("-s <script.py> is required");
   // A string option would keep the last -i alone, and the script would run over it silently.
   if (inputs.size() > 1) return usage_error("-i given twice ('" + inputs[0] + "', '" + inputs[1] + "'): one input at a time");
-  const std::string input = inputs.empty() ? "perf.data" : inputs[0];
+  const std::string input = inputs.empty() ? default_input() : inputs[0];
   auto reader = perfdata::PerfDataReader::open(input);
   Status offwake = reader ? check_offwake_recording(reader->events(), input) : Status(reader.error());
   if (!offwake) {

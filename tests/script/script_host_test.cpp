@@ -340,5 +340,22 @@ TEST_F(ScriptHost, ReadsAStream) {
   EXPECT_EQ(r.out.find("samples 0"), std::string::npos) << r.out;
 }
 
+// Without -i, a pipe on standard input is the input, as perf script reads one; else perf.data
+// (run() gives every command a file as standard input).
+TEST_F(ScriptHost, APipeOnStandardInputIsTheDefaultInput) {
+  const std::string count = script("count2.py", "n = 0\ndef process_event(d):\n    global n\n    n += 1\n"
+                                                "def trace_end():\n    print('samples', n)\n");
+  auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 3 2>/dev/null | " + kOffwake +
+               " script -s " + count);
+  EXPECT_EQ(r.status, 0) << r.err;
+  // The naps' stack: a blocked sample and its waker's (more if a wakeup went unseen).
+  ASSERT_EQ(r.out.rfind("samples ", 0), 0u) << r.out;
+  EXPECT_GE(std::stoi(r.out.substr(8)), 2) << r.out;
+  TempDir empty;
+  auto none = run("cd " + empty.path() + " && " + kOffwake + " script -s " + count);
+  EXPECT_EQ(none.status, 1);
+  EXPECT_EQ(none.err, "perf offwake script: opening perf.data: No such file or directory\n");
+}
+
 }  // namespace
 }  // namespace offwake::test
