@@ -12,6 +12,13 @@ namespace offwake::script {
 
 namespace {
 
+// PERF_MEM_NA (linux/perf_event.h): every part of the data source "not available".
+constexpr uint64_t kDataSourceNotAvailable = (uint64_t{PERF_MEM_OP_NA} << PERF_MEM_OP_SHIFT) |
+                                             (uint64_t{PERF_MEM_LVL_NA} << PERF_MEM_LVL_SHIFT) |
+                                             (uint64_t{PERF_MEM_SNOOP_NA} << PERF_MEM_SNOOP_SHIFT) |
+                                             (uint64_t{PERF_MEM_LOCK_NA} << PERF_MEM_LOCK_SHIFT) |
+                                             (uint64_t{PERF_MEM_TLB_NA} << PERF_MEM_TLB_SHIFT);
+
 // Sets d[key] = v and drops our reference to v.
 void set(PyObject* d, const char* key, PyObject* v) {
   if (!v) return;
@@ -30,6 +37,23 @@ FrameContext context_of(uint16_t misc) {
     case PERF_RECORD_MISC_GUEST_USER: return FrameContext::kGuestUser;
     default: return FrameContext::kUser;
   }
+}
+
+// The keys perf 6.1 fills from sample fields these recordings never have, with the values it
+// gives them then, so that a script written for perf finds them: no branch stack, no
+// registers, weight and transaction 0, the data source "not available" (PERF_MEM_NA, and
+// perf's decoding of it), no read values (perf gives one tuple of zeros and a NULL object,
+// which repr() crashes on: an empty list here).
+void add_unrecorded_fields(PyObject* d, PyObject* sample) {
+  set(d, "brstack", PyList_New(0));
+  set(d, "brstacksym", PyList_New(0));
+  set(d, "iregs", str(""));
+  set(d, "uregs", str(""));
+  set(sample, "weight", u64(0));
+  set(sample, "transaction", u64(0));
+  set(sample, "datasrc", u64(kDataSourceNotAvailable));
+  set(sample, "datasrc_decode", str("|OP N/A|LVL N/A|SNP N/A|TLB N/A|LCK N/A|BLK  N/A"));
+  set(sample, "values", PyList_New(0));
 }
 
 PyObject* symbol_dict(const symbolize::Symbol& s) {
@@ -75,13 +99,19 @@ Result<PyRef> SampleDicts::build(const perfdata::EventDesc& event, const perfdat
   set(sample, "phys_addr", u64(0));
   set(sample, "addr", u64(s.addr));
   set(sample, "cpumode", u64(s.misc & PERF_RECORD_MISC_CPUMODE_MASK));
+  add_unrecorded_fields(d, sample);
   set(d, "sample", sample);
   set(d, "raw_buf", PyBytes_FromStringAndSize(reinterpret_cast<const char*>(s.raw.data()),
                                               static_cast<Py_ssize_t>(s.raw.size())));
   set(d, "comm", str(sym_.thread_name(s.tid)));
 
   symbolize::ResolvedFrame top = sym_.resolve(s.pid, s.ip, context_of(s.misc));
-  if (top.mapped) set(d, "dso", str(top.dso));
+  if (top.mapped) {
+    set(d, "dso", str(top.dso));
+    set(d, "dso_bid", str(top.build_id ? top.build_id->hex() : ""));
+    set(d, "dso_map_start", u64(top.map_start));
+    set(d, "dso_map_end", u64(top.map_end));
+  }
   if (top.sym) {
     set(d, "symbol", str(top.sym->name));
     set(d, "symoff", u64(top.symoff));

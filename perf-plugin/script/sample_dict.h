@@ -20,7 +20,9 @@ class SampleDicts {
   explicit SampleDicts(symbolize::Symbolizer& symbolizer) : sym_(symbolizer) {}
 
   // Keys as in perf 6.1: ev_name, attr, sample {pid, tid, cpu, ip, time, period, addr,
-  // phys_addr, cpumode}, raw_buf, comm, dso, symbol, symoff (when known), callchain [{ip,
+  // phys_addr, cpumode, and perf's values for fields never recorded: weight, transaction,
+  // datasrc, datasrc_decode, values}, raw_buf, comm, dso, dso_bid, dso_map_start,
+  // dso_map_end, symbol, symoff (when known), brstack, brstacksym, iregs, uregs, callchain [{ip,
   // sym {start, end, binding, name}, sym_off, dso}]; 'dso' only where the address is
   // mapped, 'sym' only where the symbol is known, as perf does. With PERF_SAMPLE_CGROUP:
   // 'cgroup_id', 'cgroup' (its path, "" for none, "unknown" when the recording does not name

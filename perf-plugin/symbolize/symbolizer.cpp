@@ -69,6 +69,7 @@ struct Symbolizer::Impl {
   std::unordered_map<uint32_t, Thread> threads;
   Dso* kernel = nullptr;
   uint64_t kernel_start = 0;  // of the "[kernel.kallsyms]_text" mapping, 0 if none was seen
+  uint64_t kernel_end = 0;
 
   Dso* dso(const std::string& name, perfdata::BuildId id, DsoKind kind) {
     std::string key = name;
@@ -90,7 +91,10 @@ struct Symbolizer::Impl {
   void observe_mmap(const perfdata::Mmap2Record& m) {
     const uint16_t mode = m.cpumode & PERF_RECORD_MISC_CPUMODE_MASK;
     if (m.pid == kNoPid || mode == PERF_RECORD_MISC_KERNEL) {
-      if (starts_with(m.filename, "[kernel.kallsyms]")) kernel_start = m.start;
+      if (starts_with(m.filename, "[kernel.kallsyms]")) {
+        kernel_start = m.start;
+        kernel_end = m.len > UINT64_MAX - m.start ? UINT64_MAX : m.start + m.len;
+      }
       return;  // kernel modules resolve through kallsyms too
     }
     Mapping map{m.start, m.start + m.len, m.pgoff, nullptr, false};
@@ -140,6 +144,8 @@ struct Symbolizer::Impl {
       }
       d = kernel_dso();
       f.dso_addr = ip;
+      f.map_start = kernel_start;
+      f.map_end = kernel_end;
     } else if (context == FrameContext::kUser) {
       auto p = processes.find(pid);
       const Mapping* m = p == processes.end() ? nullptr : p->second.maps.find(ip);
@@ -149,12 +155,15 @@ struct Symbolizer::Impl {
       }
       d = m->dso;
       f.dso_addr = m->dso_addr(ip);
+      f.map_start = m->start;
+      f.map_end = m->end;
     } else {
       ++stats.unknown_map;  // guests and hypervisor: no maps for them in our files
       return f;
     }
     f.mapped = true;
     f.dso = d->name();
+    f.build_id = &d->build_id();
     switch (d->state()) {
       case DsoState::kMissing: ++stats.missing_file; return f;
       case DsoState::kBuildIdMismatch: ++stats.build_id_mismatch; return f;

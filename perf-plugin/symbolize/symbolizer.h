@@ -43,6 +43,10 @@ struct ResolvedFrame {
   // A mapping holds ip (dso is its name). perf's Python frame has a "dso" key only then, and
   // a "sym" key only when sym is set.
   bool mapped = false;
+  // That mapping, as the recording's MMAP2 record gives it, and its DSO's build id (owned by
+  // the Symbolizer; empty if none is known): perf script's dso_map_start, dso_map_end, dso_bid.
+  uint64_t map_start = 0, map_end = 0;
+  const perfdata::BuildId* build_id = nullptr;
   // The function holding the code, as the report names it; nullptr: unknown. It is sym
   // where perf names one; where perf says "[unknown]" (no sym) it fills the gap, in an ELF
   // file: a caller's frame is looked up a byte before its return address, at its call, which

@@ -63,6 +63,38 @@ TEST_F(ScriptHost, SameOutputAsPerfScript) {
   EXPECT_EQ(ours.out.substr(ours.out.size() - 4), "end\n");
 }
 
+// The keys perf fills for every sample, from fields these recordings have or never have,
+// are there with perf's values: the sample's DSO's build id and mapping, empty branch stacks
+// and registers, no weight, transaction or data source. On an --on-cpu recording, whose
+// samples are in user space too. Two differences, kept out of the comparison: the kernel's
+// mapping ends where the recording's MMAP2 record says (perf moves it to where its symbols
+// end), and "values" is an empty list (perf gives a tuple with a NULL in it).
+TEST_F(ScriptHost, PerfsKeysForFieldsNotRecordedAreThere) {
+  TempDir dir;
+  const std::string data = dir.file("oncpu.data");
+  auto rec = run(kOffwake + " record -q --on-cpu -o " + data + " -- " + kWorkloads + "wl_spin_block -n 5 -m 20");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const std::string s = script("perf_keys.py", R"(
+def process_event(d):
+    s = d["sample"]
+    kernel = d.get("dso") == "[kernel.kallsyms]"
+    print(d["ev_name"], s["ip"], d.get("dso"), d.get("dso_bid"), d.get("dso_map_start"),
+          None if kernel else d.get("dso_map_end"), d["brstack"], d["brstacksym"], repr(d["iregs"]),
+          repr(d["uregs"]), s["weight"], s["transaction"], s["datasrc"], s["datasrc_decode"])
+)");
+  auto ours = run(kOffwake + " script -i " + data + " -s " + s);
+  auto perfs = run("perf script -i " + data + " -s " + s);
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  ASSERT_EQ(perfs.status, 0) << perfs.err;
+  EXPECT_EQ(ours.out, perfs.out);
+  EXPECT_NE(ours.out.find("wl_spin_block "), std::string::npos) << "no sample in the workload's own code";
+  EXPECT_NE(ours.out.find("[kernel.kallsyms]"), std::string::npos);
+  auto values = run(kOffwake + " script -i " + data + " -s " +
+                    script("values.py", "def process_event(d):\n    print(repr(d['sample']['values']))\n"));
+  EXPECT_EQ(values.status, 0) << values.err;
+  EXPECT_EQ(values.out.substr(0, 3), "[]\n");
+}
+
 TEST_F(ScriptHost, OffwakeKeysNameTheWaker) {
   ASSERT_EQ(truth_.size(), 1u);
   const Truth& t = truth_[0];
