@@ -245,7 +245,9 @@ class PprofEncoder {
   }
 
   // pprof takes mapping 1 for the main binary (the "File:" of its reports): executables come
-  // first, then shared libraries, then the kernel and other pseudo files ("[vdso]"); each by
+  // first, then shared libraries, then code in no file of its own (a memfd, a deleted file:
+  // a JIT's, a container runtime's sealed copy of itself), then the kernel and other pseudo
+  // files ("[vdso]"); each by
   // the time of the stacks that use them, most first (in a system-wide recording, the
   // program that waits most, not whichever process came first), then in the order the stacks
   // first use them.
@@ -280,7 +282,8 @@ class PprofEncoder {
   static bool has_mapping(const Frame& f) { return !f.dso.empty() && f.dso != kUnknownDso; }
 
   static int mapping_rank(const std::string& dso) {
-    if (dso[0] == '[') return 2;
+    if (dso[0] == '[') return 3;
+    if (dso.starts_with("memfd:") || dso.starts_with("/memfd:") || dso.ends_with(" (deleted)")) return 2;
     const std::string_view base = std::string_view(dso).substr(dso.rfind('/') + 1);
     // "libc.so.6", "ld-linux-x86-64.so.2", "libfoo.so"
     for (size_t at = base.find(".so"); at != std::string_view::npos; at = base.find(".so", at + 1))

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <initializer_list>
+#include <set>
 
 #include "report/folded.h"
 #include "report/gzip.h"
@@ -535,6 +536,29 @@ TEST(PprofEncoder, MainBinaryIsTheExecutableThatWaitedMost) {
   ASSERT_EQ(d.mappings.size(), 4u);
   EXPECT_EQ(d.mappings[0].filename, "/usr/sbin/agent");
   EXPECT_EQ(d.mappings[1].filename, "/usr/bin/wl_pipe");
+}
+
+// Code in a memfd or a deleted file (a JIT's; runc's sealed copy of itself, which waits long
+// in a system-wide recording) is no program's binary: after the executables and libraries.
+TEST(PprofEncoder, MemfdsAndDeletedFilesAreNoMainBinary) {
+  Profile p = pipe_profile();
+  for (const char* file : {"memfd:sealed-91173221a7ea (deleted)", "/usr/bin/updated (deleted)"}) {
+    Stack jit;
+    jit.thread = Thread{"runc", 400, 400};
+    jit.frames = {kPipeRead, user("runc_wait", file, 0x7f0000000000, 0x1000)};
+    jit.state = "S";
+    jit.ns = 10 * p.off_cpu_ns;
+    jit.count = 1;
+    jit.max_ns = jit.ns;
+    p.stacks.insert(p.stacks.begin(), jit);
+  }
+  DecodedProfile d = decode(p);
+  ASSERT_EQ(d.mappings.size(), 5u);
+  EXPECT_EQ(d.mappings[0].filename, "/usr/bin/wl_pipe");
+  EXPECT_EQ(d.mappings[1].filename, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_EQ(d.mappings[4].filename, "[kernel.kallsyms]");
+  std::set<std::string> no_file = {d.mappings[2].filename, d.mappings[3].filename};
+  EXPECT_EQ(no_file, (std::set<std::string>{"memfd:sealed-91173221a7ea (deleted)", "/usr/bin/updated (deleted)"}));
 }
 
 TEST(PprofEncoder, OneMappingPerDsoWithBuildIdAndRange) {
