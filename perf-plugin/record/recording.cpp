@@ -18,6 +18,7 @@
 #include "record/bpf_blocks.h"
 #include "record/offwake_file.h"
 #include "record/switch_output.h"
+#include "record/targets.h"
 #include "record/tracepoint_blocks.h"
 #include "record/workload.h"
 #include "unwind_row.h"
@@ -131,31 +132,8 @@ constexpr bool kUnwindTablesHere = true;
 constexpr bool kUnwindTablesHere = false;
 #endif
 
-// A thread's process, as /proc says; nullopt if there is no such thread.
-std::optional<uint32_t> tgid_of(uint32_t tid) {
-  const std::string status = "/proc/" + std::to_string(tid) + "/status";
-  FILE* f = fopen(status.c_str(), "re");
-  if (!f) return std::nullopt;
-  char line[256];
-  long tgid = -1;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "Tgid: %ld", &tgid) == 1) break;
-  fclose(f);
-  return tgid > 0 ? static_cast<uint32_t>(tgid) : tid;
-}
-
 // The first line of a message (a failed BPF load's carries libbpf's log after it).
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-// -p names processes: a thread id that is not its process's id would match no block.
-Status check_process(uint32_t pid) {
-  auto tgid = tgid_of(pid);
-  if (!tgid) return Error::usage("process " + std::to_string(pid) + " does not exist");
-  if (*tgid != pid)
-    return Error::usage(std::to_string(pid) + " is a thread of process " + std::to_string(*tgid) + ": use -p " +
-                 std::to_string(*tgid) + " for the process, or -t " + std::to_string(pid) + " for the thread");
-  return ok_status();
-}
 
 // The fields of RecordStats that the back end and the tracking events count over the whole
 // recording (BlockSource::fill_stats()), as against those counted as a file is written.
@@ -409,9 +387,8 @@ Status Recorder::open_source() {
 // ends the recording, as perf record's does. Their children that live on are not waited for.
 bool Recorder::targets_gone() const {
   if (workload_ || (opt_.pids.empty() && !opt_.tid)) return false;
-  const auto gone = [](uint32_t id) { return kill(static_cast<pid_t>(id), 0) != 0 && errno == ESRCH; };
-  if (opt_.tid) return gone(static_cast<uint32_t>(opt_.tid));
-  return std::all_of(opt_.pids.begin(), opt_.pids.end(), gone);
+  if (opt_.tid) return thread_exited(static_cast<uint32_t>(opt_.tid));
+  return std::all_of(opt_.pids.begin(), opt_.pids.end(), process_exited);
 }
 
 // On-CPU samples are taken on every CPU; keep those of the threads being recorded.
@@ -467,8 +444,7 @@ Status Recorder::drain_tracking() {
 
 Status Recorder::run(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
   for (uint32_t pid : opt_.pids) OFFWAKE_TRY(check_process(pid));
-  if (opt_.tid && !path_exists("/proc/" + std::to_string(opt_.tid)))
-    return Error::usage("thread " + std::to_string(opt_.tid) + " does not exist");
+  if (opt_.tid) OFFWAKE_TRY(check_thread(static_cast<uint32_t>(opt_.tid)));
 
   if (!command.empty()) {
     if (Status s = Workload::check_command(command[0]); !s) {

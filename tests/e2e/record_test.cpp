@@ -789,6 +789,74 @@ TEST(Record, TargetsThatExitEndTheRecording) {
   }
 }
 
+// The state letter of /proc/PID/stat (after the command name's closing parenthesis).
+char process_state(pid_t pid) {
+  auto stat = run("sed 's/.*) //' /proc/" + std::to_string(pid) + "/stat | cut -c1");
+  return stat.out.empty() ? '?' : stat.out[0];
+}
+
+// A process that has exited, its parent not having reaped it (a zombie), is no target: refused
+// at once as one that does not exist, as perf record refuses it (perf_event_open: No such
+// process). It was recorded, and the recording lasted until its parent reaped it.
+TEST(Record, AZombieIsNoTarget) {
+  const pid_t zombie = fork();
+  ASSERT_GE(zombie, 0);
+  if (zombie == 0) _exit(0);
+  siginfo_t info {};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(zombie), &info, WEXITED | WNOWAIT), 0);  // a zombie, not reaped
+  for (const std::string target : {"-p", "-t"}) {
+    SCOPED_TRACE(target);
+    TempDir dir;
+    auto r = run("timeout 20 " + kOffwake + " record -q " + target + " " + std::to_string(zombie) + " -o " +
+                 dir.file("perf.data"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.err, "perf offwake record: " + std::string(target == "-p" ? "process " : "thread ") +
+                         std::to_string(zombie) + " does not exist\n");
+  }
+  waitpid(zombie, nullptr, 0);
+}
+
+// A target that exits during the recording ends it as it exits, not when its parent reaps it
+// (here, never: this test reaps it after the recording).
+TEST(Record, ATargetThatBecomesAZombieEndsTheRecording) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    usleep(3'000'000);  // beyond the BPF programs' load (about 1 s)
+    _exit(0);
+  }
+  TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run("timeout 60 " + kOffwake + " record -q -p " + std::to_string(child) + " --duration 30 -o " +
+               dir.file("perf.data"));
+  const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(seconds, 15) << "the recording outlasted its target";
+}
+
+// A process whose main thread has exited (pthread_exit) shows it as a zombie, but lives on in
+// its other threads: it is a target, recorded as before.
+TEST(Record, AProcessWhoseMainThreadExitedIsRecorded) {
+  Background bg(kWorkloads + "wl_leader_exit -n 1000 -m 10");
+  for (int i = 0; i < 50 && process_state(bg.pid) != 'Z'; ++i) usleep(100'000);
+  ASSERT_EQ(process_state(bg.pid), 'Z') << "the main thread has not exited";
+  TempDir dir;
+  auto r = record(dir, "-p " + std::to_string(bg.pid) + " --duration 1");
+  expect_clean(r);
+  // Its sleeping thread's blocks. (Not by function: /proc/PID/maps, which a process's
+  // mappings are read from at the start, is empty once its main thread has exited, for
+  // perf record as for this recorder.)
+  uint64_t slept_ns = 0;
+  for (const ScriptSample& s : r.samples) {
+    if (s.event != "offwake-time") continue;
+    EXPECT_EQ(s.pid, static_cast<uint32_t>(bg.pid)) << s.comm;
+    if (s.tid != s.pid) slept_ns += s.period;
+  }
+  // Sleeping nearly all the time, in 10 ms naps: most of the 1 s recording.
+  EXPECT_GT(slept_ns, 500'000'000u) << r.script.out.substr(0, 2000);
+}
+
 // Without -o, a pipe on stdout gets the stream (the command's own output goes to stderr).
 // Three 10 ms sleeps: within 5% leaves 1.5 ms for what the workload's clock sees and the
 // recorder does not (support/tolerances.h).
