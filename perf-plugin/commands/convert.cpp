@@ -45,10 +45,6 @@ int cmd_convert(const std::vector<std::string>& args) {
     fprintf(stderr, "perf offwake convert: %s does not exist (record it with %s -a)\n", o.input.c_str(), kConvertRecipe);
     return kExitFailure;
   }
-  if (Status moved = move_old_output(o.output); !moved) {
-    fprintf(stderr, "perf offwake convert: %s\n", moved.error().message().c_str());
-    return kExitFailure;
-  }
   signal(SIGPIPE, SIG_IGN);
 
   std::vector<std::string> argv = {"perf", "offwake"};

@@ -14,7 +14,6 @@
 #include "commands/command.h"
 #include "commands/options.h"
 #include "commands/parent_perf.h"
-#include "record/offwake_file.h"
 #include "record/recording.h"
 #include "record/workload.h"
 #include "samples/record_stats.h"
@@ -154,18 +153,12 @@ int cmd_record(const std::vector<std::string>& args) {
   }
   bpf::set_libbpf_verbosity(o.verbose ? 1 : 0);
 
-  // A command that cannot run fails before anything is loaded or renamed.
+  // A command that cannot run fails before anything is loaded.
   if (!parsed.rest.empty()) {
     if (Status c = Workload::check_command(parsed.rest[0]); !c) {
       fprintf(stderr, "perf offwake record: %s\n", c.error().message().c_str());
       return Workload::exec_failure_status(c.error().errnum());
     }
-  }
-  // With --switch-output the -o name itself is never written (each window's file has a
-  // timestamp): nothing to move aside.
-  if (Status moved = o.switch_output.empty() ? move_old_output(o.output) : ok_status(); !moved) {
-    fprintf(stderr, "perf offwake record: %s\n", moved.error().message().c_str());
-    return kExitFailure;
   }
 
   struct sigaction sa {};

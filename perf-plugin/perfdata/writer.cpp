@@ -237,12 +237,12 @@ void PerfDataWriter::add_build_id(const BuildIdEntry& entry) {
     build_ids_.push_back(entry);
 }
 
-Status PerfDataWriter::close_as(const std::string& path) {
+Status PerfDataWriter::close_as(const std::string& path, const BeforeCommit& before_commit) {
   if (mode_ == Mode::kFile && !closed_) final_path_ = path;
-  return close();
+  return close(before_commit);
 }
 
-Status PerfDataWriter::close() {
+Status PerfDataWriter::close(const BeforeCommit& before_commit) {
   if (closed_) return ok_status();
   if (mode_ == Mode::kPipe) {
     // The build ids a file has in its section (those of no MMAP2 record among them, the
@@ -281,7 +281,10 @@ Status PerfDataWriter::close() {
   const auto* hp = reinterpret_cast<const uint8_t*>(&header);
   OFFWAKE_TRY(sink_->write_at(0, std::span(hp, sizeof header)));
   OFFWAKE_TRY(sink_->flush());
-  if (!temp_.empty()) OFFWAKE_TRY(temp_.commit(final_path_));
+  if (!temp_.empty()) {
+    if (before_commit) OFFWAKE_TRY(before_commit(final_path_));
+    OFFWAKE_TRY(temp_.commit(final_path_));
+  }
   closed_ = true;
   return ok_status();
 }

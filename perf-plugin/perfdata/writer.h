@@ -7,6 +7,7 @@
 // with no seek, for `-o -`.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -94,11 +95,15 @@ class PerfDataWriter {
   // does not know in pipe mode, so they are not streamed).
   void add_feature(int bit, Bytes section) { extra_features_[bit] = std::move(section); }
 
+  // What to do with a file already at the final path, called with that path just before the
+  // complete new file is renamed to it (perf record's rule: move it aside as <path>.old). At
+  // that moment, not before: a recording that fails leaves the existing file as it was.
+  using BeforeCommit = std::function<Status(const std::string& path)>;
   // File mode: feature sections, header, rename. Pipe mode: flush.
-  Status close();
+  Status close(const BeforeCommit& before_commit = {});
   // File mode: close(), renaming to `path` rather than the name given at creation (perf
   // record --switch-output names a file by the time it ends). Pipe mode: close().
-  Status close_as(const std::string& path);
+  Status close_as(const std::string& path, const BeforeCommit& before_commit = {});
   // Bytes written so far.
   uint64_t position() const { return sink_->position(); }
 

@@ -203,7 +203,7 @@ Status Converter::run(const std::vector<std::string>& argv) {
   if (!sched_samples_) return Error::bad_input(opt_.input + " holds no sched_switch or sched_waking samples");
   pairer_->finish(last_time_);
   OFFWAKE_TRY(write_samples());
-  OFFWAKE_TRY(writer_->close());
+  OFFWAKE_TRY(writer_->close(move_old_output));
   stats_.bytes = writer_->stats().bytes;
   stats_.output = opt_.output == "-" ? "(pipe)" : opt_.output;
   return ok_status();

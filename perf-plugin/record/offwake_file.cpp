@@ -30,7 +30,9 @@ Result<UniqueFd> open_output_stream(const std::string& output) {
 std::string output_name(const std::string& output) { return output == "-" ? "standard output" : output; }
 
 Status move_old_output(const std::string& output) {
-  if (output_is_stream(output) || !path_exists(output)) return ok_status();
+  // As perf record's: an empty file (a failed perf record leaves one) is just replaced.
+  struct stat st {};
+  if (output_is_stream(output) || stat(output.c_str(), &st) != 0 || st.st_size == 0) return ok_status();
   const std::string old = output + ".old";
   if (rename(output.c_str(), old.c_str()) != 0) return Error::from_errno("cannot rename " + output + " to " + old);
   return ok_status();

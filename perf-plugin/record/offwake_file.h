@@ -1,7 +1,6 @@
 // What the commands that write an offwake recording (perf offwake record, perf offwake
-// convert) check and do before they start: the previous output moved aside, or the stream
-// opened, the --state
-// letters. The pseudo-threads' names, the samples and the losses at the end are
+// convert) check and do: the previous output moved aside as the new one is committed, or
+// the stream opened, the --state letters. The pseudo-threads' names, the samples and the losses at the end are
 // samples/block_writer.h's.
 #pragma once
 
@@ -25,7 +24,9 @@ Result<UniqueFd> open_output_stream(const std::string& output);
 // How messages name the output: "standard output" for "-".
 std::string output_name(const std::string& output);
 
-// An existing `output` (not a stream) becomes output.old, as perf record does.
+// An existing `output` (not a stream) becomes output.old, as perf record does, unless it is
+// empty. Called when the new file is complete (PerfDataWriter::close's BeforeCommit): a
+// recording that fails leaves the existing file as it was.
 Status move_old_output(const std::string& output);
 
 // --state letters (S, D, I) into OFFWAKE_WANT_* bits.

@@ -680,7 +680,8 @@ Status Recorder::close_file(uint64_t time) {
   OFFWAKE_TRY(blocks_->finish(time));
   blocks_.reset();
   const std::string path = switching() ? files_->next_name(opt_.output) : opt_.output;
-  OFFWAKE_TRY(writer_->close_as(path));
+  // With --switch-output each file has a name of its own: nothing to move aside.
+  OFFWAKE_TRY(writer_->close_as(path, switching() ? perfdata::PerfDataWriter::BeforeCommit{} : move_old_output));
   stats_.bytes = writer_->stats().bytes;
   stats_.output = opt_.output == "-" ? "(pipe)" : path;
   writer_.reset();

@@ -629,6 +629,38 @@ TEST(Record, ExistingOutputBecomesOld) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+// A recording that fails, at its target or later (the cgroup, the on-CPU event), leaves an
+// existing file as it was, as perf record does: the file is moved aside as .old only once the
+// new one is complete. It used to be renamed first, leaving only .old.
+TEST(Record, AFailedRecordingLeavesTheExistingFileAlone) {
+  TempDir dir;
+  const std::string data = dir.file("k.data");
+  std::vector<std::string> cases = {"-p 4000000", "-t 4000000", "-G /nonexistent", "-p 4000000 -- true"};
+  // After the BPF programs load: an event this machine has not (cycles in most VMs).
+  if (run("perf stat -e cycles true 2>&1 | grep -q 'not supported'").status == 0)
+    cases.push_back("--on-cpu -e cycles -- true");
+  for (const std::string& args : cases) {
+    SCOPED_TRACE(args);
+    ASSERT_EQ(run("echo keep > " + data).status, 0);
+    auto r = run(kOffwake + " record -q -o " + data + " " + args);
+    EXPECT_NE(r.status, 0) << r.err;
+    EXPECT_EQ(run("cat " + data).out, "keep\n");
+    EXPECT_NE(access((data + ".old").c_str(), F_OK), 0) << "moved aside for nothing";
+    EXPECT_EQ(run("ls " + dir.path()).out, "k.data\n") << "a temporary file is left";
+  }
+}
+
+// An empty file (a failed perf record leaves one) is replaced, not kept as .old: as perf.
+TEST(Record, AnEmptyOutputIsReplaced) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  ASSERT_EQ(run(": > " + data).status, 0);
+  auto r = run(kOffwake + " record -q -o " + data + " -- true");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(access((data + ".old").c_str(), F_OK), 0);
+  EXPECT_EQ(run("perf script -i " + data + " > /dev/null").status, 0);
+}
+
 TEST(Record, LossCountersStoredAndPrinted) {
   TempDir dir;
   // Stack maps of 4 entries cannot hold the stacks of a system-wide second: the stack store,
