@@ -155,7 +155,7 @@ class ProgressReporter {
 Status write_file(const std::string& path, const void* data, size_t size) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Error::from_errno("creating " + tmp);
+  if (!fd.valid()) return Error::from_errno("cannot create " + path);  // the user's name, not ours
   perfdata::PendingFile pending(tmp);
   perfdata::FdSink sink(std::move(fd), path, false);
   OFFWAKE_TRY(sink.write({static_cast<const uint8_t*>(data), size}));

@@ -25,8 +25,8 @@ PendingFile::~PendingFile() {
 }
 
 Status PendingFile::commit(const std::string& target) {
-  if (::rename(path_.c_str(), target.c_str()) != 0)
-    return Error::from_errno("renaming " + path_ + " to " + target);
+  // The temporary name is ours: messages name the file the user asked for.
+  if (::rename(path_.c_str(), target.c_str()) != 0) return Error::from_errno("cannot create " + target);
   path_.clear();
   return ok_status();
 }
@@ -35,9 +35,10 @@ Result<PerfDataWriter> PerfDataWriter::create_file(const std::string& path,
                                                    std::vector<EventDesc> events, HostInfo host) {
   std::string temp = path + ".tmp." + std::to_string(getpid());
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Error::from_errno("creating " + temp);
+  // Errors name `path`, the file the user asked for, not the temporary name.
+  if (!fd.valid()) return Error::from_errno("cannot create " + path);
   PendingFile pending(temp);
-  auto sink = std::make_unique<FdSink>(std::move(fd), temp, true);
+  auto sink = std::make_unique<FdSink>(std::move(fd), path, true);
   auto w = create(std::move(sink), Mode::kFile, std::move(events), std::move(host));
   if (!w) return w.error();
   w->final_path_ = path;

@@ -661,6 +661,23 @@ TEST(Record, AnEmptyOutputIsReplaced) {
   EXPECT_EQ(run("perf script -i " + data + " > /dev/null").status, 0);
 }
 
+// An output that cannot be created is named as the user gave it, not by the temporary name
+// it is written to ("creating /nonexistent/x.data.tmp.1359"): by record, convert and report's
+// --svg and --pprof.
+TEST(Record, AnOutputThatCannotBeCreatedIsNamedAsGiven) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto r = run(kOffwake + " record -q -o /nonexistent/x.data -- true");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "perf offwake record: cannot create /nonexistent/x.data: No such file or directory\n");
+  ASSERT_EQ(run(kOffwake + " record -q -o " + data + " -- true").status, 0);
+  for (const std::string option : {"--svg", "--pprof"}) {
+    auto report = run(kOffwake + " report -i " + data + " " + option + " /nonexistent/x.out > /dev/null");
+    EXPECT_EQ(report.status, 1) << option;
+    EXPECT_EQ(report.err, "perf offwake report: cannot create /nonexistent/x.out: No such file or directory\n");
+  }
+}
+
 TEST(Record, LossCountersStoredAndPrinted) {
   TempDir dir;
   // Stack maps of 4 entries cannot hold the stacks of a system-wide second: the stack store,
