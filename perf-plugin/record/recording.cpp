@@ -253,6 +253,8 @@ class Recorder {
   Status open_file(const ProcessDescriptions* previous);
   Status close_file(uint64_t time);
   bool system_wide() const;
+  bool command_is_target() const;
+  bool command_recorded() const;
   Status describe_targets();
   Status describe(const std::vector<perfdata::SampleRecord>& samples);
   Status write_description(const perfdata::Record& r);
@@ -294,7 +296,7 @@ class Recorder {
 // The filters on the blocked thread, the same for either back end.
 BlockFilters Recorder::filters() const {
   BlockFilters f;
-  if (workload_ && !opt_.all_cpus) {
+  if (command_is_target()) {
     f.tgids.insert(static_cast<uint32_t>(workload_->pid()));
     f.follow_forks = true;
   }
@@ -336,8 +338,8 @@ UnwindSeed Recorder::unwind_seed() const {
   UnwindSeed seed;
   seed.pids = opt_.pids;
   if (opt_.tid) seed.pids.push_back(tgid_of(static_cast<uint32_t>(opt_.tid)).value_or(static_cast<uint32_t>(opt_.tid)));
-  seed.all = seed.pids.empty() && (!workload_ || opt_.all_cpus);
-  if (workload_) seed.command = Workload::path_of(command_);
+  seed.all = seed.pids.empty() && !command_is_target();
+  if (command_recorded()) seed.command = Workload::path_of(command_);
   return seed;
 }
 
@@ -383,10 +385,11 @@ Status Recorder::open_source() {
   return ok_status();
 }
 
-// -p or -t without a command: whether every process given (or the thread) has exited, which
-// ends the recording, as perf record's does. Their children that live on are not waited for.
+// -p or -t (with a command or not): whether every process given (or the thread) has exited,
+// which ends the recording (and a command still running, as at any stop), as perf record's
+// does. Their children that live on are not waited for.
 bool Recorder::targets_gone() const {
-  if (workload_ || (opt_.pids.empty() && !opt_.tid)) return false;
+  if (command_is_target() || (opt_.pids.empty() && !opt_.tid)) return false;
   if (opt_.tid) return thread_exited(static_cast<uint32_t>(opt_.tid));
   return std::all_of(opt_.pids.begin(), opt_.pids.end(), process_exited);
 }
@@ -394,7 +397,7 @@ bool Recorder::targets_gone() const {
 // On-CPU samples are taken on every CPU; keep those of the threads being recorded.
 bool Recorder::wanted_on_cpu(const perfdata::SampleRecord& s) {
   if (opt_.tid) return s.tid == opt_.tid;
-  if (opt_.pids.empty() && (!workload_ || opt_.all_cpus)) return true;
+  if (opt_.pids.empty() && !command_is_target()) return true;
   return source_->is_target(s.pid);
 }
 
@@ -512,7 +515,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   if (workload_) {
     // With unwind tables, the command waits at its entry point until its code has them.
     Status drained = ok_status();
-    Status s = opt_.user_walker == "auto" && source_->name() == std::string("bpf")
+    Status s = command_recorded() && opt_.user_walker == "auto" && source_->name() == std::string("bpf")
                    ? workload_->start_held([&] { drained = drain_tracking(); })
                    : workload_->start();
     if (!s) {
@@ -534,7 +537,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
       // first second, its start-up.
       int wait_ms = 100;
       if (opt_.user_walker == "auto")
-        wait_ms = workload_ && monotonic_ns() - start < 1'000'000'000ull ? 2 : 10;
+        wait_ms = command_recorded() && monotonic_ns() - start < 1'000'000'000ull ? 2 : 10;
       auto wait_until = [](uint64_t until) {
         const uint64_t now = monotonic_ns();
         return now >= until ? 0 : static_cast<int>(std::min<uint64_t>(100, (until - now + 999'999) / 1'000'000));
@@ -711,15 +714,29 @@ Status Recorder::close_file(uint64_t time) {
   return ok_status();
 }
 
-// Without a command, -p or -t: the whole machine, as perf record -a.
-bool Recorder::system_wide() const { return opt_.all_cpus || (!workload_ && opt_.pids.empty() && !opt_.tid); }
+// Without -p, -t or a command that is the target (-G alone too): the whole machine, as perf
+// record -a.
+bool Recorder::system_wide() const {
+  return opt_.all_cpus || (!command_is_target() && opt_.pids.empty() && !opt_.tid);
+}
+
+// As in perf record, a command is the target only when nothing else is (-a, -p, -t, -G): with
+// one of those it is a timer, the recording lasting while it runs, and its blocks are not
+// recorded (with -a or -G, as any other process's: if the machine or the cgroup takes them in).
+bool Recorder::command_is_target() const {
+  return workload_ && !opt_.all_cpus && opt_.pids.empty() && !opt_.tid && opt_.cgroup.empty();
+}
+
+// Whether the command's blocks may be in the recording: then it is held until its code has
+// unwind tables, and its start-up is read closely.
+bool Recorder::command_recorded() const { return command_is_target() || (workload_ && system_wide()); }
 
 // At the start, what perf record synthesizes: every process system-wide (written already),
 // else the processes the recording is about (the command, not yet exec'd, or -p's). The
 // others wait until a sample names them (describe()).
 Status Recorder::describe_targets() {
   auto emit = [this](const perfdata::Record& r) { return write_description(r); };
-  if (workload_) OFFWAKE_TRY(descriptions_->describe(static_cast<uint32_t>(workload_->pid()), emit));
+  if (command_is_target()) OFFWAKE_TRY(descriptions_->describe(static_cast<uint32_t>(workload_->pid()), emit));
   for (uint32_t pid : opt_.pids) OFFWAKE_TRY(descriptions_->describe(pid, emit));
   return ok_status();
 }

@@ -838,6 +838,36 @@ TEST(Record, TargetsThatExitEndTheRecording) {
   }
 }
 
+// As perf record -p PID -- cmd: the command is a timer. The recording lasts while it runs (0.5 s
+// here), and records -p's process, not the command: the command's sleep was recorded too.
+TEST(Record, WithAPidTheCommandIsATimer) {
+  Background bg(kWorkloads + "wl_sleep -n 1000 -m 10");
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto r = run(kOffwake + " record -q -p " + std::to_string(bg.pid) + " -o " + data + " -- sleep 0.5");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto script = run("perf script -F comm,tid,event -i " + data + " | grep offwake-time | sort -u");
+  ASSERT_EQ(script.status, 0) << script.err;
+  std::set<std::string> comms;
+  std::istringstream lines(script.out);
+  for (std::string line, comm; std::getline(lines, line);) {
+    std::istringstream(line) >> comm;
+    comms.insert(comm);
+  }
+  EXPECT_EQ(comms, std::set<std::string>{"wl_sleep"}) << "the command was recorded:\n" << script.out;
+  // The recording's length, in the file's counts.
+  auto duration = run("strings " + data + " | sed -n 's/^duration_ns=//p'");
+  ASSERT_FALSE(duration.out.empty());
+  const double seconds = std::stod(duration.out) / 1e9;
+  EXPECT_GT(seconds, 0.45);
+  EXPECT_LT(seconds, 1.5);
+  // The -p target's exit ends it first, and the command with it (SIGTERM: 143), as perf's.
+  auto early = run("sleep 2 & p=$!; start=$(date +%s%N); timeout 60 " + kOffwake + " record -q -p $p -o " + data +
+                   " -- sleep 30; rc=$?; echo $(( ($(date +%s%N) - start) / 1000000 )); exit $rc");
+  EXPECT_EQ(early.status, 143) << early.err;
+  EXPECT_LT(std::stoull(early.out), 15'000u) << "ms until the recorder ended";
+}
+
 // The state letter of /proc/PID/stat (after the command name's closing parenthesis).
 char process_state(pid_t pid) {
   auto stat = run("sed 's/.*) //' /proc/" + std::to_string(pid) + "/stat | cut -c1");
