@@ -244,6 +244,7 @@ class Recorder {
   Status drain_tracking();
   bool wanted_on_cpu(const perfdata::SampleRecord& s);
   bool targets_gone() const;
+  Status check_targets_alive() const;
   Status write_on_cpu(const perfdata::SampleRecord& s);
   void add_tracking_counts(RecordStats& now) const;
   Status write_aggregates(uint64_t time);
@@ -394,6 +395,18 @@ bool Recorder::targets_gone() const {
   return std::all_of(opt_.pids.begin(), opt_.pids.end(), process_exited);
 }
 
+// Loading the BPF programs takes a second or more: -p's processes (or -t's thread) may all
+// exit meanwhile, and the recording would be empty without a word. perf record fails then
+// (perf_event_open: No such process), and so does this, before the programs attach: one line,
+// status 1, nothing written.
+Status Recorder::check_targets_alive() const {
+  if (!targets_gone()) return ok_status();
+  if (opt_.tid) return Error("thread " + std::to_string(opt_.tid) + " exited before the recording began");
+  std::string pids;
+  for (uint32_t pid : opt_.pids) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+  return Error(std::string(opt_.pids.size() > 1 ? "PIDs " : "PID ") + pids + " exited before the recording began");
+}
+
 // On-CPU samples are taken on every CPU; keep those of the threads being recorded.
 bool Recorder::wanted_on_cpu(const perfdata::SampleRecord& s) {
   if (opt_.tid) return s.tid == opt_.tid;
@@ -505,6 +518,7 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
   if (!opt_.no_buildid_cache) binaries_.emplace(build_id_dir(), opt_.buildid_cache_mb << 20);
   OFFWAKE_TRY(open_file(nullptr));
 
+  OFFWAKE_TRY(check_targets_alive());
   OFFWAKE_TRY(source_->start());
   // Loading and describing what exists take a second or more: with -v, the moment recording
   // begins (a script can start its workload then).

@@ -838,6 +838,23 @@ TEST(Record, TargetsThatExitEndTheRecording) {
   }
 }
 
+// Targets that all exit while the BPF programs load (a second or more; 0.3 s here) fail the
+// recording with one line, as perf record fails (perf_event_open: No such process), and leave
+// an existing file as it was. It was an empty recording, status 0, without a word.
+TEST(Record, TargetsThatExitBeforeTheRecordingBeganAreAnError) {
+  for (const std::string target : {"-p", "-t"}) {
+    SCOPED_TRACE(target);
+    TempDir dir;
+    const std::string data = dir.file("perf.data");
+    ASSERT_EQ(run("echo keep > " + data).status, 0);
+    auto r = run("sleep 0.3 & p=$!; echo $p; " + kOffwake + " record -q " + target + " $p -o " + data);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.err, "perf offwake record: " + std::string(target == "-p" ? "PID " : "thread ") + first_line(r.out) +
+                         " exited before the recording began\n");
+    EXPECT_EQ(run("cat " + data).out, "keep\n");
+  }
+}
+
 // As perf record -p PID -- cmd: the command is a timer. The recording lasts while it runs (0.5 s
 // here), and records -p's process, not the command: the command's sleep was recorded too.
 TEST(Record, WithAPidTheCommandIsATimer) {
