@@ -14,6 +14,8 @@ extern "C" {
 #include <subcmd/parse-options.h>
 }
 
+#include "commands/command.h"
+
 namespace offwake {
 
 Option flag_option(char s, std::string l, bool* target, std::string help) {
@@ -170,6 +172,12 @@ ParsedArgs parse_command_line(const std::vector<std::string>& args, const std::v
     // A flag turned off (--no-eager) is as good as not given.
     if (given[i] && (table[i].kind != Option::Kind::kFlag || *table[i].flag)) out.given.insert(given_name(table[i]));
   return out;
+}
+
+int usage_error(const std::string& command, const std::string& message) {
+  fprintf(stderr, "perf offwake %s: %s (see 'perf offwake %s -h')\n", command.c_str(), message.c_str(),
+          command.c_str());
+  return kExitUsage;
 }
 
 std::string default_input() {

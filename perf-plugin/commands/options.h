@@ -54,6 +54,10 @@ struct ParsedArgs {
 ParsedArgs parse_command_line(const std::vector<std::string>& args, const std::vector<Option>& table,
                               const std::vector<std::string>& usage, bool stop_at_non_option);
 
+// A usage error found after the parse, as report and script say it: "perf offwake COMMAND:
+// MESSAGE (see 'perf offwake COMMAND -h')" on standard error; returns kExitUsage.
+int usage_error(const std::string& command, const std::string& message);
+
 // The input of report and script without -i: standard input ("-") when it is a pipe, as perf
 // report and perf script read `perf record -o - | perf report`; else "perf.data".
 std::string default_input();

@@ -215,10 +215,7 @@ int fail(const std::string& message) {
   return kExitFailure;
 }
 
-int usage_error(const std::string& message) {
-  fprintf(stderr, "perf offwake report: %s (see 'perf offwake report -h')\n", message.c_str());
-  return kExitUsage;
-}
+int usage_error(const std::string& message) { return offwake::usage_error("report", message); }
 
 int cmd_report(const std::vector<std::string>& args) {
   signal(SIGPIPE, SIG_IGN);  // a closed standard output is a failed write (EPIPE), seen below

@@ -48,10 +48,7 @@ Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host) {
   return host.trace_end();
 }
 
-int usage_error(const std::string& message) {
-  fprintf(stderr, "perf offwake script: %s (see 'perf offwake script -h')\n", message.c_str());
-  return kExitUsage;
-}
+int usage_error(const std::string& message) { return offwake::usage_error("script", message); }
 
 int cmd_script(const std::vector<std::string>& args) {
   std::string script_path;
