@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "util/fd.h"
+#include "util/text.h"
 
 extern char** environ;
 
@@ -41,13 +42,6 @@ class SpawnActions {
  private:
   posix_spawn_file_actions_t actions_;
 };
-
-std::string trimmed(const std::string& s) {
-  const char* space = " \t\r\n";
-  const size_t first = s.find_first_not_of(space);
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(space) - first + 1);
-}
 
 // The whole of what `fd` gives until its end, up to `limit` bytes kept.
 std::string read_all(int fd, size_t limit) {

@@ -6,13 +6,9 @@
 #include <fstream>
 #include <map>
 
-namespace offwake {
+#include "util/text.h"
 
-static std::string trim(std::string s) {
-  size_t b = s.find_first_not_of(" \t");
-  size_t e = s.find_last_not_of(" \t\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
+namespace offwake {
 
 // The first value of each "key : value" line of /proc/cpuinfo.
 static std::map<std::string, std::string> cpuinfo() {
@@ -22,7 +18,7 @@ static std::map<std::string, std::string> cpuinfo() {
   while (std::getline(in, line)) {
     auto colon = line.find(':');
     if (colon == std::string::npos) continue;
-    kv.emplace(trim(line.substr(0, colon)), trim(line.substr(colon + 1)));
+    kv.emplace(trimmed(line.substr(0, colon)), trimmed(line.substr(colon + 1)));
   }
   return kv;
 }
