@@ -180,9 +180,17 @@ int usage_error(const std::string& command, const std::string& message) {
   return kExitUsage;
 }
 
-std::string default_input() {
+namespace {
+
+bool is_pipe(int fd) {
   struct stat st;
-  return fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode) ? "-" : "perf.data";
+  return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
 }
+
+}  // namespace
+
+std::string default_input() { return is_pipe(STDIN_FILENO) ? "-" : "perf.data"; }
+
+std::string default_output() { return is_pipe(STDOUT_FILENO) ? "-" : "perf.data"; }
 
 }  // namespace offwake

@@ -61,5 +61,8 @@ int usage_error(const std::string& command, const std::string& message);
 // The input of report and script without -i: standard input ("-") when it is a pipe, as perf
 // report and perf script read `perf record -o - | perf report`; else "perf.data".
 std::string default_input();
+// The output of record without -o: standard output ("-") when it is a pipe (`perf offwake
+// record | perf offwake report`), as perf record writes; else "perf.data".
+std::string default_output();
 
 }  // namespace offwake

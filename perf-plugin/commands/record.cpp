@@ -2,7 +2,6 @@
 // summary. The exit status is perf record's: the command's, or a shell's for a command that
 // could not run.
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -132,10 +131,7 @@ int cmd_record(const std::vector<std::string>& args) {
     fprintf(stderr, "perf offwake record: %s\n", error.c_str());
     return kExitUsage;
   }
-  if (o.output.empty()) {
-    struct stat st {};
-    o.output = (fstat(STDOUT_FILENO, &st) == 0 && S_ISFIFO(st.st_mode)) ? "-" : "perf.data";
-  }
+  if (o.output.empty()) o.output = default_output();
   // The output is known now (a pipe on stdout makes it "-"): --switch-output needs files.
   if (std::string error = record_usage_error(o); !error.empty()) {
     fprintf(stderr, "perf offwake record: %s\n", error.c_str());
