@@ -107,6 +107,22 @@ OFFWAKE_RULE __u64 offwake_late_block_end(int own, __u64 wake_ts, __u64 block_ts
 	return wake_ts > block_ts ? wake_ts : block_ts;
 }
 
+/* Whether a wakeup in a softirq (OFFWAKE_WAKER_SOFTIRQ) is the current task's rather than the
+ * softirq context's. A softirq runs at the end of a hard interrupt, which came in on whatever
+ * was running and woke no one (`interrupt_below`: the interrupt's entry is below the softirq
+ * on the stack), or in ksoftirqd and other kernel threads for work of any source; those are
+ * named "[softirq]". A user task runs one itself when it enables bottom halves again
+ * (local_bh_enable(): on x86-64 on the CPU's interrupt stack, nothing of an interrupt below):
+ * then what its own system call raised (a packet sent over loopback, delivered in the
+ * sender's call) wakes the receiver, and the sender is the waker (OFFWAKE_WAKER_OWN_SOFTIRQ).
+ * The softirq serves whatever is pending, usually the task's own: its kernel stack, whole
+ * down to the system call, says what (process_backlog for loopback, a driver's poll for a
+ * packet an interrupt left pending while the task had bottom halves off). */
+OFFWAKE_RULE int offwake_softirq_is_tasks(int interrupt_below, int kernel_thread)
+{
+	return !interrupt_below && !kernel_thread;
+}
+
 /* The comms of the pseudo-threads of wakers that are interrupt context rather than a thread:
  * the BPF programs and the tracepoint back end write them into the key, the perf.data writer
  * names the pseudo-threads with them. At most OFFWAKE_COMM_LEN - 1 characters. */

@@ -487,6 +487,30 @@ static __always_inline __s64 interrupt_kernel_stack(void *ctx, struct scratch *s
 	return id;
 }
 
+/* Whether a wakeup in a softirq (irq_context()) is the current task's: a user task's, on this
+ * CPU's interrupt stack with no interrupt's entry below (its own local_bh_enable(); see
+ * offwake_softirq_is_tasks). On the task's own stack a softirq ran at the end of an interrupt
+ * that came from user space, or in ksoftirqd; an interrupt stack whose top is not known (no
+ * hardirq_stack_ptr in the kernel's BTF) is taken for an interrupt's, as before. `slot`: a
+ * scratch slot of this CPU's, for kernel_address(). */
+static __always_inline int softirq_is_currents(void *ctx, __u32 slot)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct scratch *s = scratch_slot(slot);
+	int interrupt_below = 1;
+	__u64 sp;
+	__u32 avail;
+
+	if (!s)
+		return 0;
+	sp = kernel_address(s, ctx);
+	if (!kstack_words_above(cur, sp, s)) {
+		avail = irq_stack_words_above(sp, KERNEL_STACK_SIZE / 8);
+		interrupt_below = !avail || irq_stack_entered_by_interrupt(kernel_word(sp + ((__u64)avail - 1) * 8));
+	}
+	return offwake_softirq_is_tasks(interrupt_below, !!(cur->flags & PF_KTHREAD));
+}
+
 /* The current task's kernel stack, from a tp_btf program (the waking program: as it wakes
  * another): checked against its memo of its last one first, else unwound (bpf_get_stack)
  * into the stack store and remembered. Where the stack starts is the program's context: the

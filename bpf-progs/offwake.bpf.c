@@ -235,6 +235,8 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		return 0;
 
 	irq = irq_context();
+	if (irq == OFFWAKE_WAKER_SOFTIRQ && softirq_is_currents(ctx, SLOT_WAKING))
+		irq = OFFWAKE_WAKER_OWN_SOFTIRQ; /* the task ran it: the task is the waker */
 	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK : waker_kernel_stack(ctx, SLOT_WAKING, irq, c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
@@ -249,7 +251,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		b->waker_ident = task_ident(cur);
 		b->waker_cgroup_id = task_cgroup_id(cur);
 		__builtin_memcpy(b->waker_comm, cur->comm, sizeof(b->waker_comm));
-		b->waker_flags = irq; /* 0, or IRQ_UNKNOWN */
+		b->waker_flags = irq; /* 0, IRQ_UNKNOWN or OWN_SOFTIRQ */
 		if (cur->flags & PF_KTHREAD) {
 			b->waker_flags |= OFFWAKE_WAKER_KTHREAD;
 			b->waker_user_stack_id = OFFWAKE_NO_STACK;

@@ -68,6 +68,11 @@
                                    * (thread, or interrupt context) but its stacks were not
                                    * taken (OFFWAKE_NO_STACK) and its chain is not followed
                                    * (OFFWAKE_CHAIN_END_NO_WAKER); counted in woken_early */
+#define OFFWAKE_WAKER_OWN_SOFTIRQ 0x100u /* woken in a softirq that the waker, a user task, ran
+                                        * itself as it enabled bottom halves again
+                                        * (local_bh_enable(): loopback networking, where the
+                                        * sender's system call delivers the packet): the waker is
+                                        * that task, with its stacks (offwake_softirq_is_tasks) */
 #define OFFWAKE_WAKER_IRQ_MASK (OFFWAKE_WAKER_HARDIRQ | OFFWAKE_WAKER_SOFTIRQ | OFFWAKE_WAKER_NMI)
 
 /* Wakeup chains (--chain-depth N > 1): who woke the waker, hop by hop. Hop 1 is the key's

@@ -21,4 +21,12 @@ inline bool is_tracing_frame(std::string_view kernel_symbol) {
   return false;
 }
 
+// An interrupt's or exception's entry stub (asm_sysvec_apic_timer_interrupt,
+// asm_common_interrupt, ...: x86-64's irqentry text): in a waker's kernel stack, what lies
+// below it is whatever the interrupt came in on, which woke no one. The conversion cuts an
+// interrupt waker's stack there, and a wakeup in a softirq with none below it is the task's
+// own (offwake_softirq_is_tasks). The BPF programs tell the same from the irqentry text's
+// bounds (bpf-progs/irq.bpf.h).
+inline bool is_interrupt_entry_stub(std::string_view kernel_symbol) { return kernel_symbol.substr(0, 4) == "asm_"; }
+
 }  // namespace offwake

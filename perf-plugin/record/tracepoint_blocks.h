@@ -34,6 +34,9 @@ Result<std::unique_ptr<BlockSource>> open_tracepoint_blocks(TracepointBlockOptio
 // tracing machinery that reached the tracepoint and, unless `sched_frames`, the scheduler's
 // own functions (.sched.text, between __sched_text_start and __sched_text_end).
 std::function<bool(uint64_t ip)> leading_frames_to_drop(std::shared_ptr<const Kallsyms> kallsyms, bool sched_frames);
+// Whether a kernel frame is an interrupt's entry stub (is_interrupt_entry_stub), by its
+// symbol: PairerOptions::is_interrupt_entry.
+std::function<bool(uint64_t ip)> interrupt_entry_frames(std::shared_ptr<const Kallsyms> kallsyms);
 
 // Whether `tid` is a kernel thread (PF_KTHREAD in /proc/<tid>/stat); false when it is gone.
 bool proc_is_kernel_thread(uint32_t tid);

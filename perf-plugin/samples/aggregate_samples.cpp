@@ -46,7 +46,7 @@ perfdata::SampleRecord AggregateSamples::waker_sample(uint64_t id, uint32_t flag
     const auto& frames = s.callchain.frames();
     for (size_t i = 0; i < frames.size(); ++i) {
       const KernelSymbol* sym = frames[i].context == FrameContext::kKernel ? kallsyms_->find(frames[i].ip) : nullptr;
-      if (sym && sym->name.rfind("asm_", 0) == 0) {
+      if (sym && is_interrupt_entry_stub(sym->name)) {
         Callchain cut;
         for (size_t j = 0; j < i; ++j) cut.push(frames[j].ip, frames[j].context);
         s.callchain = std::move(cut);

@@ -88,6 +88,8 @@ const char* offwake_waker_context(uint32_t flags) {
   if (flags & OFFWAKE_WAKER_NMI) return "nmi";
   if (flags & OFFWAKE_WAKER_HARDIRQ) return "hardirq";
   if (flags & OFFWAKE_WAKER_SOFTIRQ) return "softirq";
+  // A thread, in a softirq it ran itself (loopback networking: the sender).
+  if (flags & OFFWAKE_WAKER_OWN_SOFTIRQ) return "own-softirq";
   // A thread named without its stacks (woken before --min-block).
   if (offwake_waker_stacks_not_taken(flags)) return "early";
   return "thread";

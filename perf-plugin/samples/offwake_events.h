@@ -46,7 +46,7 @@ const char* offwake_chain_end_name(uint32_t end);
 // The state a thread blocked in, as ps and --state name it: "S", "D", "I" (TASK_IDLE), "R".
 const char* offwake_state_letters(uint32_t state);
 // What woke a block, from OffwakeRaw::waker_flags: "thread", "hardirq", "softirq", "nmi",
-// "none" (no wakeup seen), "early" (a thread that woke it before --min-block, named without
+// "own-softirq" (a thread, in a softirq it ran itself), "none" (no wakeup seen), "early" (a thread that woke it before --min-block, named without
 // its stacks; an interrupt then is its context), "still-blocked".
 const char* offwake_waker_context(uint32_t waker_flags);
 // Whether the waker, thread or interrupt, was named without its stacks: it woke the block

@@ -198,14 +198,15 @@ void BlockPairer::waking(const SchedEvent& e) {
   t.woken = true;
   t.wake_on_cpu = on_cpu;
   t.wake_ts = e.time;
-  if (e.irq) {
+  const uint32_t irq = e.irq == OFFWAKE_WAKER_SOFTIRQ && softirq_is_tasks(e) ? OFFWAKE_WAKER_OWN_SOFTIRQ : e.irq;
+  if (irq & OFFWAKE_WAKER_IRQ_MASK) {
     // The interrupted task did not wake anyone: name the context, not the task.
-    t.waker_flags = e.irq;
+    t.waker_flags = irq;
     t.waker_tgid = t.waker_tid = 0;
     t.waker_ident = 0;
     t.waker_cgroup = 0;
     char comm[OFFWAKE_COMM_LEN];
-    offwake_irq_waker_comm(e.irq, comm);
+    offwake_irq_waker_comm(irq, comm);
     t.waker_comm = comm;
     t.waker_user = kNoStack;
     split(e, false, t.waker_kern, t.waker_user);
@@ -218,7 +219,7 @@ void BlockPairer::waking(const SchedEvent& e) {
     t.waker_ident = ident(e.tid, w.generation);
     t.waker_cgroup = e.cgroup;
     t.waker_comm = w.comm;
-    t.waker_flags = 0;
+    t.waker_flags = irq;  // 0 or OWN_SOFTIRQ
     t.waker_user = 0;
     if (kernel_thread(e.tid)) {
       t.waker_flags = OFFWAKE_WAKER_KTHREAD;
@@ -227,6 +228,19 @@ void BlockPairer::waking(const SchedEvent& e) {
     split(e, false, t.waker_kern, t.waker_user, may_keep);
   }
   ++counters_.wakeups;
+}
+
+// A wakeup in a softirq: whether the task ran it (offwake_softirq_is_tasks), with no
+// interrupt's entry in its kernel callchain.
+bool BlockPairer::softirq_is_tasks(const SchedEvent& e) const {
+  if (!opt_.is_interrupt_entry) return false;
+  bool interrupt_below = false;
+  for (const Frame& f : e.callchain.frames())
+    if (f.context == FrameContext::kKernel && opt_.is_interrupt_entry(f.ip)) {
+      interrupt_below = true;
+      break;
+    }
+  return offwake_softirq_is_tasks(interrupt_below, kernel_thread(e.tid));
 }
 
 bool BlockPairer::kept(const Thread& t, uint64_t delta) {

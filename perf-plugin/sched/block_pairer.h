@@ -40,6 +40,10 @@ struct PairerOptions : BlockFilters {
   // Whether a thread is a kernel thread (for the thread filters and "kthread" wakers);
   // unset: none is.
   std::function<bool(uint32_t tid)> is_kernel_thread;
+  // Whether a kernel frame is an interrupt's entry stub (is_interrupt_entry_stub): a wakeup in
+  // a softirq with none in its callchain was run by the task itself, which is then its waker
+  // (offwake_softirq_is_tasks). Unset: every wakeup in a softirq is "[softirq]"'s.
+  std::function<bool(uint64_t ip)> is_interrupt_entry;
   // Every switch of every CPU is fed (the live tracepoint back end, not a per-task
   // recording): a CPU seen to switch away from a task it was not seen to switch to is a switch
   // the kernel gave no event for, counted in untraced_switches.
@@ -130,6 +134,7 @@ class BlockPairer : public StackTraceSource {
   // t's open block ended at `end`: kept (aggregated or sent) or filtered, and counted.
   void end_block(uint32_t tid, Thread& t, uint64_t end, uint32_t cpu, bool with_waker, uint32_t no_waker);
   bool kernel_thread(uint32_t tid) const;
+  bool softirq_is_tasks(const SchedEvent& e) const;
   // Whether t's open block, `delta` long (so far), is kept; if not, counted.
   bool kept(const Thread& t, uint64_t delta);
 

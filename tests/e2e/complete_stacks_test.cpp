@@ -553,9 +553,10 @@ std::vector<pid_t> nginx_workers(pid_t master, size_t expected) {
 
 // Debian's nginx (no frame pointers), two workers, under wrk for 3 seconds: 95% of the workers'
 // off-CPU time has user stacks equal to perf's DWARF ones, down to main. Their wakeups come from
-// the network's softirq (loopback: in the sending wrk thread, in interrupt context), which
-// has no user stack of its own: those count for the blocked stacks only, and the wakers that are
-// threads (if any) must be complete too.
+// the network's softirq, which over loopback the sending wrk thread runs itself: the waker is
+// that thread (offwake_softirq_is_tasks). Its user stack is walked by frame pointers, since
+// with -p only the recorded processes get unwind tables (perf-offwake-record(1), STACKS), so
+// only the blocked stacks are compared. Other wakeups are interrupts' (connections, timers).
 TEST(CompleteStacks, NginxUnderWrkStacksEqualPerfDwarf) {
   for (const char* tool : {"/usr/sbin/nginx", "/usr/bin/wrk"})
     ASSERT_EQ(access(tool, X_OK), 0) << tool << " missing: scripts/install-deps.sh --tests installs it";
@@ -597,9 +598,8 @@ TEST(CompleteStacks, NginxUnderWrkStacksEqualPerfDwarf) {
   record_agreement("nginx", a);
   ASSERT_GT(a.samples, 0u) << rec.offwake_script.out.substr(0, 2000);
   EXPECT_GE(a.blocked_complete_share(), kDebianEqualShare) << a.summary() << rec.offwake_err;
-  if (a.thread_waker_ns > 0) {
-    EXPECT_GE(a.waker_complete_share(), kDebianEqualShare) << a.summary();
-  }
+  // Most of the workers' off-CPU time ends in wrk's sends, woken by a wrk thread.
+  EXPECT_GE(a.thread_waker_ns, a.blocked_ns / 2) << a.summary();
   ::testing::Test::RecordProperty("nginx_interrupt_waker_ns", std::to_string(a.interrupt_waker_ns));
 }
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -977,27 +978,52 @@ TEST(Record, PipeOnStdoutIsPipeMode) {
 // irq_work, which runs in hard interrupt context), so no workload can provoke one; the BPF
 // program keeps the name for a kernel that would. perf-offwake-record(1) says so.
 //
-// A wakeup from softirq context (loopback UDP delivery) is the "[softirq]" pseudo-thread,
-// with the softirq's kernel stack, never the task the softirq interrupted. The softirq runs
-// on the sender's way out of its send (local_bh_enable, on the CPU's interrupt stack), and
-// its stack goes on into the sender's system call, which raised it: not cut where a hard
-// interrupt's is (bpf-progs/kernel_memo.bpf.h).
-TEST(Record, SoftirqWakerIsNamedSo) {
-  TempDir dir;
-  auto r = record(dir, "-- " + kWorkloads + "wl_udp -n 10 -m 20");
-  expect_clean(r);
-  ASSERT_EQ(r.truth.size(), 1u);
-  Blocked b = blocked_in(r.samples, r.truth[0], blocks_without_waker(r.record.err));
-  expect_truth_blocks(b);
-  ASSERT_FALSE(b.wakers.empty());
-  for (const ScriptSample* w : b.wakers) {
-    EXPECT_EQ(w->comm, "[softirq]");
-    EXPECT_TRUE(w->has_frame("net_rx_action")) << "not the softirq's stack";
-    EXPECT_FALSE(w->has_user_frames());
+// A wakeup in a softirq that the sender ran itself (loopback UDP: delivered on the sender's
+// way out of its send, local_bh_enable(), on the CPU's interrupt stack) is the sender's: the
+// waker is the sending thread, the truth's, with its user stack in the function that sent,
+// and a kernel stack through the softirq down to its system call, not cut where a hard
+// interrupt's is (offwake_softirq_is_tasks). Both back ends; a softirq at an interrupt's end
+// stays "[softirq]" (SoftirqTimerWakerStacksReplayed).
+TEST(Record, SoftirqTheSenderRanNamesTheSender) {
+  // The tracepoint back end with stack copies: frame pointers skip the sender's function (its
+  // call into libc's sendto, which keeps none).
+  for (const char* backend : {"bpf", "tracepoint --call-graph dwarf"}) {
+    SCOPED_TRACE(backend);
+    TempDir dir;
+    auto r = record(dir, std::string("--backend ") + backend + " -- " + kWorkloads + "wl_udp -n 10 -m 20");
+    expect_clean(r);
+    ASSERT_EQ(r.truth.size(), 1u);
+    const Truth& t = r.truth[0];
+    Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
+    expect_truth_blocks(b);
+    ASSERT_FALSE(b.wakers.empty());
+    for (const ScriptSample* w : b.wakers) {
+      EXPECT_EQ(w->tid, t.waker_tid) << w->comm;
+      EXPECT_EQ(w->comm, "wl_udp");
+      EXPECT_TRUE(w->has_frame("net_rx_action")) << "not the softirq's stack";
+      EXPECT_TRUE(w->has_frame("do_syscall_64")) << "the stack does not reach the sender's system call";
+    }
+    // Every block of the truth, woken by the sender from where it sent: counts and time.
+    uint64_t by_sender = 0, by_sender_ns = 0;
+    for (const ScriptSample* s : b.blocked) {
+      const ScriptSample* w = s + 1;  // blocked_in() checked it is the waker sample
+      if (w < r.samples.data() + r.samples.size() && w->tid == t.waker_tid && w->has_frame(t.waker_function)) {
+        by_sender += blocks_of(*s);
+        by_sender_ns += s->period;
+      }
+    }
+    EXPECT_EQ(by_sender, t.count) << r.script.out.substr(0, 3000);
+    expect_within_5_percent(by_sender_ns, t.blocked_ns, "woken by the sender in " + t.waker_function);
+    // The raw payload's waker flags: the script host's context, 0x100.
+    std::ofstream(dir.file("context.py")) << "def process_event(p):\n"
+                                             "    names = [f['sym']['name'] for f in p['callchain'] if 'sym' in f]\n"
+                                             "    if 'waker' in p and 'wl_udp_wait' in names:\n"
+                                             "        print('wl_udp_wait', p['waker']['context'])\n";
+    auto script = run(kOffwake + " script -i " + dir.file("perf.data") + " -s " + dir.file("context.py"));
+    EXPECT_EQ(script.status, 0) << script.err;
+    EXPECT_NE(script.out.find("wl_udp_wait own-softirq"), std::string::npos) << script.out;
+    EXPECT_EQ(script.out.find("wl_udp_wait softirq"), std::string::npos) << script.out;
   }
-  EXPECT_TRUE(std::any_of(b.wakers.begin(), b.wakers.end(),
-                          [](const ScriptSample* w) { return w->has_frame("do_syscall_64"); }))
-      << "no softirq stack reaches the sender's system call";
 }
 
 // --on-cpu samples only the recorded threads: a spinner next to the command is not in the file.

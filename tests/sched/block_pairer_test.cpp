@@ -160,6 +160,48 @@ TEST(BlockPairer, InterruptWakersAreTheirContext) {
   EXPECT_EQ(p.counters().irq_wakeups, 1u);
 }
 
+// A wakeup in a softirq: the softirq context's when an interrupt's entry stub is in the
+// callchain (the softirq ran at its end) or a kernel thread ran it (ksoftirqd); the task's
+// own (its flag, its thread and both its stacks) when the task ran it itself, as a sender over
+// loopback does (offwake_softirq_is_tasks).
+TEST(BlockPairer, ASoftirqTheTaskRanIsTheTasks) {
+  constexpr uint64_t kStub = 0xffffffff81000900;  // an interrupt's entry stub (asm_*)
+  struct Case {
+    const char* what;
+    Callchain waker;
+    bool kthread;
+    uint32_t flags;
+  } cases[] = {
+      {"the sender's own softirq", chain({5, 6}, {7}), false, OFFWAKE_WAKER_OWN_SOFTIRQ},
+      {"at an interrupt's end", chain({5, kStub, 6}, {7}), false, OFFWAKE_WAKER_SOFTIRQ},
+      {"in ksoftirqd", chain({5, 6}, {}), true, OFFWAKE_WAKER_SOFTIRQ},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    PairerOptions o = options();
+    o.is_interrupt_entry = [](uint64_t ip) { return ip == kStub; };
+    o.is_kernel_thread = [&c](uint32_t tid) { return tid == 30 && c.kthread; };
+    BlockPairer p(o);
+    p.add(switch_ev(0, 0, 10, 10, OFFWAKE_STATE_INTERRUPTIBLE, 0, chain({1}, {2})));
+    p.add(waking_ev(3 * kMs, 1, 30, 30, 10, OFFWAKE_WAKER_SOFTIRQ, c.waker));
+    p.add(switch_ev(4 * kMs, 0, 0, 0, 0, 10));
+    ASSERT_EQ(p.aggregates().size(), 1u);
+    const offwake_key& k = p.aggregates()[0].key;
+    EXPECT_EQ(k.waker_flags, c.flags);
+    if (c.flags == OFFWAKE_WAKER_OWN_SOFTIRQ) {
+      EXPECT_EQ(k.waker_tid, 30u);
+      EXPECT_EQ(frames(p, k.waker_kern_stack_id), (std::vector<uint64_t>{5, 6}));
+      EXPECT_EQ(frames(p, k.waker_user_stack_id), (std::vector<uint64_t>{7}));
+      EXPECT_EQ(p.counters().irq_wakeups, 0u);
+    } else {
+      EXPECT_EQ(k.waker_tid, 0u);
+      EXPECT_STREQ(k.waker_comm, "[softirq]");
+      EXPECT_EQ(k.waker_user_stack_id, OFFWAKE_NO_STACK);
+      EXPECT_EQ(p.counters().irq_wakeups, 1u);
+    }
+  }
+}
+
 TEST(BlockPairer, PreemptionIsNotABlockAndStatesAreFiltered) {
   PairerOptions o = options();
   o.state_mask = OFFWAKE_WANT_D;

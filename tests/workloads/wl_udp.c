@@ -1,7 +1,9 @@
-/* A wakeup from softirq context: the child blocks COUNT times in wl_udp_wait on recv() from a
- * UDP socket on the loopback (read(), the same as recv()); the parent sleeps MS milliseconds, then sends one datagram from
- * wl_udp_send. Loopback delivery runs in the NET_RX softirq (on the sender's way out of the
- * send), so the child's waker is "[softirq]", not the parent. The child prints the truth line. */
+/* A wakeup from a softirq the sender runs itself: the child blocks COUNT times in wl_udp_wait
+ * on a UDP socket on the loopback (read(), the same as recv()); the parent sleeps MS
+ * milliseconds, then sends one datagram from wl_udp_send. Loopback delivery runs in the
+ * NET_RX softirq that the sender's own system call runs on its way out (local_bh_enable()),
+ * so the child's waker is the parent, in wl_udp_send (offwake_softirq_is_tasks). The child
+ * prints the truth line. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -47,7 +49,7 @@ int main(int argc, char **argv)
 		wl_prefault_stack();
 		for (i = 0; i < count; i++)
 			blocked += wl_udp_wait(rx, &blocks);
-		wl_print_truth(wl_gettid(), "wl_udp_wait", blocked, blocks, 0, "[softirq]");
+		wl_print_truth(wl_gettid(), "wl_udp_wait", blocked, blocks, getppid(), "wl_udp_send");
 		_exit(0);
 	}
 	for (i = 0; i < count; i++) {
