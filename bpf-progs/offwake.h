@@ -314,6 +314,8 @@ struct offwake_counters {
 	                             * found at their places, not unwound again (kernel_memo.bpf.h) */
 	__u64 kernel_replays_checked; /* --check-replays: replayed kernel stacks unwound as well */
 	__u64 kernel_replays_wrong; /* ... whose unwind differed from the replay */
+	__u64 unwind_requests_full; /* cfg.unwind_on_request: processes whose tables could not be
+	                             * asked for (unwind_wanted full): walked by frame pointers */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every
@@ -345,6 +347,9 @@ struct offwake_config {
 	                            * Linux 6.18), not by a program on every system call exit */
 	__u32 unwind_tables;       /* user stacks by the unwind tables of .eh_frame (unwind_row.h),
 	                            * with frame pointers where a pc has none (--user-walker=auto) */
+	__u32 unwind_on_request;   /* with unwind_tables, when only some processes have them from the
+	                            * start (-p, -t, a command): a process walked without tables
+	                            * asks user space for them (unwind_wanted) */
 	__u32 check_replays;       /* every kernel stack the memo replays (kernel_memo.bpf.h) is
 	                            * unwound as well, and counted if it differs: a check of the
 	                            * memo, at the cost it saves */

@@ -29,6 +29,27 @@ struct {
 	__uint(max_entries, 1);
 } unwind_processes SEC(".maps");
 
+/* Processes walked without tables while only some processes have them (cfg.unwind_on_request:
+ * -p, -t or a command): the targets' wakers in other processes, which user space then gives
+ * tables and follows (UserUnwind::serve_requests). A process asks once until user space has
+ * read its request and removed it. The loader sets max_entries (1 when off). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1);
+} unwind_wanted SEC(".maps");
+
+/* t's process has no tables: asked for, if tables come on request. */
+static __always_inline void want_tables(struct task_struct *t, struct offwake_counters *c)
+{
+	__u32 tgid = t->tgid;
+	__u8 one = 1;
+
+	if (cfg.unwind_on_request && bpf_map_update_elem(&unwind_wanted, &tgid, &one, BPF_NOEXIST) == -E2BIG)
+		COUNT(c, unwind_requests_full);
+}
+
 static __always_inline const struct offwake_unwind_process *unwind_process(struct task_struct *t)
 {
 	__u32 tgid = t->tgid;

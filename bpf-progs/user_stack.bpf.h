@@ -237,12 +237,16 @@ static __always_inline const struct offwake_unwind_process *tables_of(struct tas
 	return proc;
 }
 
-/* A walk, walked or replayed, of a process without unwind tables is counted: `h` has the
- * walk's tables (tables_of(), or the replayed memo's; a published generation is never 0). */
-static __always_inline void count_no_tables(const struct walk_memo_head *h, struct offwake_counters *c)
+/* A walk, walked or replayed, of a process without unwind tables (t's) is counted, and the
+ * tables asked for (want_tables()): `h` has the walk's tables (tables_of(), or the replayed
+ * memo's; a published generation is never 0). */
+static __always_inline void count_no_tables(const struct walk_memo_head *h, struct task_struct *t,
+					    struct offwake_counters *c)
 {
-	if (cfg.unwind_tables && !h->tables)
+	if (cfg.unwind_tables && !h->tables) {
 		COUNT(c, user_walk_no_tables);
+		want_tables(t, c);
+	}
 }
 
 /* Task t's user stack, from the registers it entered the kernel with: the current task's,
@@ -298,7 +302,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 			id = walk_memo_replay(&h, s, run.hi, role);
 		}
 		if (id >= 0) {
-			count_no_tables(&h, c);
+			count_no_tables(&h, t, c);
 			count_walk(c, h.end, h.table_frames, h.fp_frames);
 			COUNT(c, user_walks_replayed);
 			return id;
@@ -306,7 +310,7 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	}
 	if (!h.tables_known)
 		proc = tables_of(t, &h);
-	count_no_tables(&h, c);
+	count_no_tables(&h, t, c);
 	if (other_task)
 		walk_task_user_stack(&run, s, proc, t);
 	else

@@ -62,6 +62,11 @@ Error permission_hint(Error e, const LibbpfLogCapture& log) {
 }
 
 bool cfg_unwind_tables(const LoaderOptions& o) { return o.unwind_tables && !o.kernel_user_walker; }
+// Processes outside the targets that can ask for tables at once (unwind_wanted): the
+// targets' wakers elsewhere. More ask in vain, counted (unwind_requests_full).
+constexpr uint32_t kUnwindRequests = 4096;
+// Only some processes have tables from the start (-p, -t, a command): the others ask.
+bool cfg_unwind_on_request(const LoaderOptions& o) { return cfg_unwind_tables(o) && (!o.tgids.empty() || o.tid); }
 
 bool lazy_capture(const LoaderOptions& o) {
   return offwake_lazy_capture(o.eager, o.min_block_ns, o.max_block_ns, o.sample_period_ns);
@@ -123,6 +128,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, const P
   cfg.eager = o.eager;
   cfg.kernel_user_walker = o.kernel_user_walker;
   cfg.unwind_tables = cfg_unwind_tables(o);
+  cfg.unwind_on_request = cfg_unwind_on_request(o);
   cfg.sched_frames = o.sched_frames;
   cfg.check_replays = o.check_replays;
   cfg.user_task_work = task_work;
@@ -226,6 +232,7 @@ Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth
       {s->maps.unwind_rows, o.unwind_tables ? o.unwind_rows : 1, "unwind table memory"},
       {s->maps.unwind_processes, o.unwind_tables ? o.unwind_processes : 1, "unwind process map"},
       {s->maps.unwind_cache, o.unwind_tables ? bpf_map__max_entries(s->maps.unwind_cache) : 1, "unwind rule cache"},
+      {s->maps.unwind_wanted, cfg_unwind_on_request(o) ? kUnwindRequests : 1, "unwind request map"},
   };
   for (const auto& m : sizes) {
     if (m.entries == 0) return Error::usage(std::string(m.what) + " needs at least one entry", EINVAL);
@@ -554,6 +561,9 @@ int OffwakeBpf::events_map_fd() const { return bpf_map__fd(skel_->maps.events); 
 int OffwakeBpf::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }
 uint32_t* OffwakeBpf::unwind_tables_epoch() const { return &skel_->bss->unwind_tables_epoch; }
 int OffwakeBpf::unwind_processes_fd() const { return bpf_map__fd(skel_->maps.unwind_processes); }
+int OffwakeBpf::unwind_wanted_fd() const {
+  return skel_->rodata->cfg.unwind_on_request ? bpf_map__fd(skel_->maps.unwind_wanted) : -1;
+}
 uint32_t OffwakeBpf::unwind_rows_capacity() const {
   return skel_->rodata->cfg.unwind_tables ? bpf_map__max_entries(skel_->maps.unwind_rows) : 0;
 }

@@ -187,6 +187,7 @@ class OffwakeBpf {
   int events_map_fd() const;
   int unwind_rows_fd() const;       // array of offwake_unwind_row, BPF_F_MMAPABLE
   int unwind_processes_fd() const;  // key tgid, value struct offwake_unwind_process
+  int unwind_wanted_fd() const;     // key tgid: processes that asked for tables; -1 if none ask
   // Changed before each change to unwind_processes (bpf-progs/maps.bpf.h); in the programs'
   // memory, which outlives any use of it here.
   uint32_t* unwind_tables_epoch() const;

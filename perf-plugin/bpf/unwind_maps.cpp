@@ -17,13 +17,14 @@ Result<UnwindMaps> UnwindMaps::open(const OffwakeBpf& bpf) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf.unwind_rows_fd(), 0);
   if (p == MAP_FAILED) return Error::from_errno("mapping the unwind table memory");
   return UnwindMaps(static_cast<offwake_unwind_row*>(p), capacity, bpf.unwind_processes_fd(),
-                    bpf.unwind_tables_epoch());
+                    bpf.unwind_wanted_fd(), bpf.unwind_tables_epoch());
 }
 
 UnwindMaps::UnwindMaps(UnwindMaps&& o) noexcept
     : rows_(std::exchange(o.rows_, nullptr)),
       capacity_(std::exchange(o.capacity_, 0)),
       processes_fd_(o.processes_fd_),
+      wanted_fd_(o.wanted_fd_),
       epoch_(std::exchange(o.epoch_, nullptr)),
       publish_failures_(o.publish_failures_) {}
 
@@ -39,6 +40,22 @@ void UnwindMaps::publish(uint32_t tgid, const offwake_unwind_process* value) {
     return;
   }
   if (bpf_map_update_elem(processes_fd_, &tgid, value, BPF_ANY) != 0) ++publish_failures_;
+}
+
+std::vector<uint32_t> UnwindMaps::requests() const {
+  std::vector<uint32_t> out;
+  if (wanted_fd_ < 0) return out;
+  uint32_t key = 0;
+  const uint32_t* prev = nullptr;
+  while (bpf_map_get_next_key(wanted_fd_, prev, &key) == 0) {
+    out.push_back(key);
+    prev = &out.back();
+  }
+  return out;
+}
+
+void UnwindMaps::forget_request(uint32_t tgid) {
+  if (wanted_fd_ >= 0) bpf_map_delete_elem(wanted_fd_, &tgid);  // ENOENT: it never asked
 }
 
 }  // namespace offwake::bpf

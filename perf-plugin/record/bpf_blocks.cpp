@@ -40,6 +40,7 @@ class BpfBlocks : public BlockSource {
   }
 
   Status step(const EventFn& timeline) override {
+    if (unwind_) unwind_->serve_requests();
     if (!bpf_.timeline()) return ok_status();
     auto n = bpf_.poll_events(0, counting(timeline));
     return n ? ok_status() : Status(n.error());

@@ -96,9 +96,29 @@ void UserUnwind::prepare_command(const std::string& path) {
   setup_ns_ += steady_ns() - t0;
 }
 
+// A request is removed once served: a process that has tables then asks no more, one that
+// cannot have them (gone) asks again, in vain. The targets ask too, in their first
+// milliseconds, before their MMAP2 records are read: they are followed already.
+void UserUnwind::serve_requests() {
+  for (uint32_t pid : maps_.requests()) {
+    maps_.forget_request(pid);
+    if (followed(pid)) continue;
+    const uint64_t t0 = steady_ns();
+    asked_.insert(pid);
+    std::vector<unwind::CodeMapping> ms;
+    add_process(pid, ms);
+    std::vector<unwind::BinaryRef> binaries;
+    for (const auto& m : ms) binaries.push_back(m.binary);
+    tables_.prepare(binaries, 1);
+    if (!ms.empty()) processes_.map_all(pid, ms);
+    ++on_request_;
+    request_ns_ += steady_ns() - t0;
+  }
+}
+
 void UserUnwind::tracking(const perfdata::Record& r) {
   if (const auto* m = std::get_if<perfdata::Mmap2Record>(&r)) {
-    if (!(m->prot & PROT_EXEC) || !is_file(m->filename) || !is_target_(m->pid)) return;
+    if (!(m->prot & PROT_EXEC) || !is_file(m->filename) || !followed(m->pid)) return;
     unwind::CodeMapping c{m->start, m->start + m->len, m->pgoff, m->sample_id.time, {}};
     c.binary.path = m->filename;
     c.binary.open_path = unwind::live_file_path(m->pid, m->filename, m->start, m->start + m->len);
@@ -110,10 +130,13 @@ void UserUnwind::tracking(const perfdata::Record& r) {
     if (c->exec && c->pid == c->tid) processes_.exec(c->pid, c->sample_id.time);
   } else if (const auto* t = std::get_if<perfdata::TaskRecord>(&r)) {
     if (t->pid != t->tid) return;  // a thread: its process's mappings serve it
-    if (t->exit)
+    if (t->exit) {
       processes_.exit(t->pid);
-    else if (t->pid != t->ppid)
+      asked_.erase(t->pid);
+    } else if (t->pid != t->ppid) {
       processes_.fork(t->ppid, t->pid);
+      if (asked_.count(t->ppid)) asked_.insert(t->pid);  // it has its parent's tables: followed too
+    }
   }
 }
 
@@ -135,6 +158,8 @@ RecordStats::Unwind UserUnwind::stats() const {
   u.mappings_without_table = p.without_table;
   u.mappings_over_limit = p.over_limit;
   u.publish_failures = maps_.publish_failures();
+  u.processes_on_request = on_request_;
+  u.request_ns = request_ns_;
   u.failed = t.failed;
   return u;
 }

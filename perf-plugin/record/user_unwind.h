@@ -1,14 +1,18 @@
 // --user-walker=auto: the unwind tables the BPF user walker needs, kept in step with the
 // processes it walks. Before the programs attach, the processes alive (the targets, or every
 // process system-wide) get tables for all the code they map; afterwards the tracking records
-// (MMAP2 of code, exec, fork, exit) bring those of processes and libraries that appear. A
-// stack taken before its process has tables is walked by frame pointers, and counted.
+// (MMAP2 of code, exec, fork, exit) bring those of processes and libraries that appear. With
+// targets (-p, -t, a command), a process outside them whose thread the walker met without
+// tables (a waker of a target) asks for them, and gets them and is followed from then on
+// (serve_requests). A stack taken before its process has tables is walked by frame pointers,
+// and counted.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "bpf/unwind_maps.h"
@@ -32,16 +36,21 @@ class UserUnwind {
   // find them ready. A guess: the records decide what is used.
   void prepare_command(const std::string& path);
   void tracking(const perfdata::Record& r);
+  // The processes that asked for tables since the last call get them.
+  void serve_requests();
   RecordStats::Unwind stats() const;
 
  private:
   void add_process(uint32_t pid, std::vector<unwind::CodeMapping>& out) const;
+  // Whether a process's mappings are followed: a target, or one that asked.
+  bool followed(uint32_t pid) const { return is_target_(pid) || asked_.count(pid); }
 
   bpf::UnwindMaps maps_;
   std::function<bool(uint32_t)> is_target_;
   unwind::TableStore tables_;
   unwind::ProcessMappings processes_;
-  uint64_t setup_ns_ = 0;
+  std::unordered_set<uint32_t> asked_;  // processes outside the targets that asked, until they exit
+  uint64_t setup_ns_ = 0, on_request_ = 0, request_ns_ = 0;
 };
 
 }  // namespace offwake

@@ -148,6 +148,9 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"unwind_mappings_without_table", unwind.mappings_without_table},
       {"unwind_mappings_over_limit", unwind.mappings_over_limit},
       {"unwind_process_map_full", unwind.publish_failures},
+      {"unwind_processes_on_request", unwind.processes_on_request},
+      {"unwind_request_ns", unwind.request_ns},
+      {"unwind_requests_full", c.unwind_requests_full},
   };
   const BuildIdCacheCounts& b = buildid_cache;
   f.insert(f.end(), {{"buildid_cache_off", !b.enabled},
@@ -349,6 +352,9 @@ void print_record_summary(FILE* out, const RecordStats& s) {
     if (w.mappings_over_limit || w.publish_failures)
       fprintf(out, "; %llu mappings over the per-process limit, %llu processes not stored (map full)",
               u(w.mappings_over_limit), u(w.publish_failures));
+    if (w.processes_on_request || s.counters.unwind_requests_full)
+      fprintf(out, "; %llu processes outside the targets given tables as they woke one (%.0f ms), %llu could not ask",
+              u(w.processes_on_request), w.request_ns / 1e6, u(s.counters.unwind_requests_full));
     fprintf(out, " ]\n");
   }
   print_build_id_cache_summary(out, s.buildid_cache);

@@ -64,6 +64,9 @@ struct RecordStats {
     uint64_t no_rows = 0, unreadable = 0, too_large = 0;  // binaries walked by frame pointers
     uint64_t processes = 0, mappings = 0, mappings_without_table = 0, mappings_over_limit = 0;
     uint64_t publish_failures = 0;
+    // Processes outside the targets given tables on request (their threads woke a target),
+    // and the time that took.
+    uint64_t processes_on_request = 0, request_ns = 0;
     std::vector<std::string> failed;  // "path: why", for -v
   } unwind;
   // The BPF programs' runs and CPU time in this recording (or window), as the kernel counted

@@ -554,9 +554,12 @@ std::vector<pid_t> nginx_workers(pid_t master, size_t expected) {
 // Debian's nginx (no frame pointers), two workers, under wrk for 3 seconds: 95% of the workers'
 // off-CPU time has user stacks equal to perf's DWARF ones, down to main. Their wakeups come from
 // the network's softirq, which over loopback the sending wrk thread runs itself: the waker is
-// that thread (offwake_softirq_is_tasks). Its user stack is walked by frame pointers, since
-// with -p only the recorded processes get unwind tables (perf-offwake-record(1), STACKS), so
-// only the blocked stacks are compared. Other wakeups are interrupts' (connections, timers).
+// that thread (offwake_softirq_is_tasks), whose user stacks must be complete too: wrk is
+// Debian's, without frame pointers, and outside the recorded processes, so its tables come on
+// request (UserUnwind::serve_requests): the walks before then (its first milliseconds) are not.
+// perf's own copies of wrk's stack in those softirqs now and then give it one frame: there ours
+// must reach the thread's start by itself. Other wakeups are interrupts' (connections, timers),
+// and a worker that got no connection is still blocked at the end.
 TEST(CompleteStacks, NginxUnderWrkStacksEqualPerfDwarf) {
   for (const char* tool : {"/usr/sbin/nginx", "/usr/bin/wrk"})
     ASSERT_EQ(access(tool, X_OK), 0) << tool << " missing: scripts/install-deps.sh --tests installs it";
@@ -598,8 +601,9 @@ TEST(CompleteStacks, NginxUnderWrkStacksEqualPerfDwarf) {
   record_agreement("nginx", a);
   ASSERT_GT(a.samples, 0u) << rec.offwake_script.out.substr(0, 2000);
   EXPECT_GE(a.blocked_complete_share(), kDebianEqualShare) << a.summary() << rec.offwake_err;
-  // Most of the workers' off-CPU time ends in wrk's sends, woken by a wrk thread.
-  EXPECT_GE(a.thread_waker_ns, a.blocked_ns / 2) << a.summary();
+  // A good part of the workers' off-CPU time ends in wrk's sends, woken by a wrk thread.
+  EXPECT_GE(a.thread_waker_ns, a.blocked_ns / 4) << a.summary();
+  EXPECT_GE(a.waker_complete_share_beyond_perf(), kDebianEqualShare) << a.summary();
   ::testing::Test::RecordProperty("nginx_interrupt_waker_ns", std::to_string(a.interrupt_waker_ns));
 }
 

@@ -1026,6 +1026,50 @@ TEST(Record, SoftirqTheSenderRanNamesTheSender) {
   }
 }
 
+// A waker outside the targets gets unwind tables once it is walked without them: -p of
+// wl_udp's child alone, whose blocks its parent ends from wl_udp_send. libc's sendto keeps no
+// frame pointer, so a frame-pointer walk from it skips wl_udp_send (its caller's frame is the
+// next one it finds): only the parent's tables name it. The first wakeup's walk asks for them
+// (UserUnwind::serve_requests, within the recorder's next 10 ms); the sends come every 20
+// ms, so at most the first two lack it.
+TEST(Record, AWakerOutsideTheTargetsGetsUnwindTables) {
+  constexpr int kStartMs = 30'000, kRunMs = 60'000;
+  TempDir dir;
+  Spawned workload({kWorkloads + "wl_udp", "-n", "20", "-m", "20", "-g"}, dir.file("workload.err"));
+  const std::string ready = workload.wait_for_line("ready pid=", kStartMs);
+  ASSERT_FALSE(ready.empty()) << workload.out() << read_file(dir.file("workload.err"));
+  const pid_t child = static_cast<pid_t>(std::stol(ready.substr(ready.find('=') + 1)));
+  const std::string data = dir.file("perf.data"), err = dir.file("record.err");
+  Spawned recorder({kOffwake, "record", "-p", std::to_string(child), "-o", data}, err);
+  ASSERT_TRUE(wait_attached(recorder, err));
+  ASSERT_EQ(kill(child, SIGUSR1), 0);
+  ASSERT_EQ(workload.wait(kRunMs), 0) << read_file(dir.file("workload.err"));
+  // The recording ends with its target.
+  ASSERT_EQ(recorder.wait(kRunMs), 0) << read_file(err);
+  const std::vector<Truth> truth = parse_truth(workload.out());
+  ASSERT_EQ(truth.size(), 1u) << workload.out();
+  const Truth& t = truth[0];
+  ASSERT_NE(t.waker_tid, 0u);
+  RunResult script = run(std::string("perf script ") + kPerfScriptFields + " -i " + data);
+  ASSERT_EQ(script.status, 0) << script.err;
+  std::vector<ScriptSample> samples = parse_perf_script(script.out);
+  add_block_counts(samples, data);
+  Blocked b = blocked_in(samples, t, blocks_without_waker(read_file(err)));
+  expect_truth_blocks(b);
+  uint64_t by_sender = 0, waker_blocks = 0;
+  for (const ScriptSample* s : b.blocked) {
+    const ScriptSample* w = s + 1;  // blocked_in() checked it is the waker sample
+    if (w >= samples.data() + samples.size() || w->tid != t.waker_tid) continue;
+    waker_blocks += blocks_of(*s);
+    if (w->has_frame(t.waker_function)) by_sender += blocks_of(*s);
+  }
+  EXPECT_EQ(waker_blocks, t.count) << script.out.substr(0, 3000);
+  EXPECT_GE(by_sender + 2, t.count) << "the waker's stacks without " << t.waker_function << "\n"
+                                    << script.out.substr(0, 3000);
+  EXPECT_NE(read_file(err).find("1 processes outside the targets given tables as they woke one"), std::string::npos)
+      << read_file(err);
+}
+
 // --on-cpu samples only the recorded threads: a spinner next to the command is not in the file.
 TEST(Record, OnCpuSamplesOnlyTheRecordedThreads) {
   Background spinner("sh -c 'while :; do :; done'");

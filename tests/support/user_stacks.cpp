@@ -196,6 +196,9 @@ bool among(const UserStack& stack, const std::vector<UserStack>& stacks) {
 double StackAgreement::blocked_equal_share() const { return share(blocked_equal_ns, blocked_ns); }
 double StackAgreement::blocked_complete_share() const { return share(blocked_complete_ns, blocked_ns); }
 double StackAgreement::waker_complete_share() const { return share(waker_complete_ns, thread_waker_ns); }
+double StackAgreement::waker_complete_share_beyond_perf() const {
+  return share(waker_complete_ns + waker_complete_beyond_perf_ns, thread_waker_ns);
+}
 
 std::string StackAgreement::summary() const {
   std::ostringstream o;
@@ -206,7 +209,8 @@ std::string StackAgreement::summary() const {
     << no_user_context_ns << " ns by threads without user context, " << unseen_waker_ns
     << " ns by threads perf did not see wake this one, " << thread_waker_ns
     << " ns by threads with a user stack: " << 100 * share(waker_equal_ns, thread_waker_ns) << "% equal to perf's, "
-    << 100 * waker_complete_share() << "% equal and reaching the waker's start.\n";
+    << 100 * waker_complete_share() << "% equal and reaching the waker's start; " << waker_perf_incomplete_ns
+    << " ns where no stack of perf's reached it, " << waker_complete_beyond_perf_ns << " ns of them ours did.\n";
   for (const std::string& m : blocked_misses) o << "blocked, not equal: " << m << "\n";
   for (const std::string& m : waker_misses) o << "waker, not equal: " << m << "\n";
   return o.str();
@@ -257,6 +261,9 @@ StackAgreement compare_stacks(const std::vector<StackSample>& ours, const DwarfS
     if (among(w.user, wakeups)) {
       a.waker_equal_ns += s.period;
       if (reaches_thread_start(w.user)) a.waker_complete_ns += s.period;
+    } else if (std::none_of(wakeups.begin(), wakeups.end(), reaches_thread_start)) {
+      a.waker_perf_incomplete_ns += s.period;
+      if (reaches_thread_start(w.user)) a.waker_complete_beyond_perf_ns += s.period;
     } else {
       waker_misses.add("waker " + std::to_string(w.tid) + " of " + std::to_string(s.tid) + ", ours (" +
                            std::to_string(w.user.size()) + " frames): " + describe(w.user) + "\n    " +

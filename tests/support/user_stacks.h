@@ -75,12 +75,17 @@ struct StackAgreement {
   uint64_t thread_waker_ns = 0;        // woken by a thread that had a user stack, per perf
   uint64_t waker_equal_ns = 0;         // ... whose waker user stack equals one of perf's
   uint64_t waker_complete_ns = 0;      // ... and reaches the waker's start
+  // Of thread_waker_ns, where none of perf's stacks of that wakeup reaches the waker's start
+  // (perf's copy of the stack failed it: wrk's sends in a softirq, now and then), and ours does.
+  uint64_t waker_perf_incomplete_ns = 0, waker_complete_beyond_perf_ns = 0;
   uint64_t samples = 0;
   std::vector<std::string> blocked_misses, waker_misses;  // the largest few, for the messages
 
   double blocked_equal_share() const;
   double blocked_complete_share() const;
   double waker_complete_share() const;  // of thread_waker_ns
+  // Also counting, where perf's reference failed, ours reaching the waker's start.
+  double waker_complete_share_beyond_perf() const;
   std::string summary() const;
 };
 
