@@ -13,10 +13,10 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include "commands/command.h"
 #include "commands/options.h"
+#include "commands/sample_options.h"
 #include "perfdata/sink.h"
 #include "perfdata/writer.h"
 #include "report/flamegraph.h"
@@ -57,29 +57,6 @@ Status parse_minimum(const std::string& text, Minimum* out) {
     }
   }
   return Error::usage("--min '" + text + "': expected a time (1ms, 250us, 2s) or a share (0.5%)");
-}
-
-// "a,b,c" -> {a, b, c}
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-Status parse_ids(const std::string& what, const std::string& text, std::set<uint32_t>* out) {
-  for (const auto& item : split_list(text)) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long v = strtoul(item.c_str(), &end, 10);
-    if (*end || errno || v > 0xffffffffu || item[0] == '-')
-      return Error::usage("--" + what + " '" + item + "': not a number");
-    out->insert(static_cast<uint32_t>(v));
-  }
-  if (out->empty()) return Error::usage("--" + what + ": an empty list");
-  return ok_status();
 }
 
 // --sort: an order (time, count, avg, max) and, first, cgroup to group the rows by cgroup.
@@ -220,7 +197,7 @@ int usage_error(const std::string& message) { return offwake::usage_error("repor
 int cmd_report(const std::vector<std::string>& args) {
   signal(SIGPIPE, SIG_IGN);  // a closed standard output is a failed write (EPIPE), seen below
   std::vector<std::string> inputs;
-  std::string svg, pprof, unit = "ns", sort = "time", min_text, comms, pids, tids, cgroups;
+  std::string svg, pprof, unit = "ns", sort = "time", min_text;
   bool stdio = false, folded = false, wallclock = false;
   report::Filters filters;
   report::StdioOptions so;
@@ -238,11 +215,6 @@ int cmd_report(const std::vector<std::string>& args) {
       string_option(0, "pprof", "file", &pprof,
                     "write a gzipped pprof profile (go tool pprof, Parca, Pyroscope; '-': standard output)"),
       string_option(0, "unit", "ns|us", &unit, "unit of the folded weights (default ns)"),
-      string_option(0, "comm", "comm[,comm...]", &comms, "only these blocked (or sampled) threads' comms"),
-      string_option(0, "pid", "pid[,pid...]", &pids, "only these processes"),
-      string_option(0, "tid", "tid[,tid...]", &tids, "only these threads"),
-      string_option(0, "cgroup", "path[,path...]", &cgroups,
-                    "only threads in these cgroups or below (paths as perf report --sort cgroup shows them)"),
       string_option(0, "min", "time|share", &min_text, "leave out stacks below this (1ms, 250us, 0.5%)"),
       flag_option(0, "kernel-only", &filters.kernel_only, "kernel frames only"),
       flag_option(0, "user-only", &filters.user_only, "user frames only"),
@@ -252,6 +224,8 @@ int cmd_report(const std::vector<std::string>& args) {
       flag_option(0, "per-thread", &so.per_thread, "the table: a row per blocked thread, its stacks summed"),
       flag_option(0, "wallclock", &wallclock, "on-CPU and off-CPU time per stack in one view (--on-cpu recordings)"),
   };
+  SampleOptions samples("the blocked or sampled thread's");
+  samples.add_to(table);
   const std::vector<std::string> usage = {"perf offwake report [<options>]"};
   ParsedArgs parsed = parse_command_line(args, table, usage, false);
   if (!parsed.rest.empty()) return usage_error("unexpected argument '" + parsed.rest[0] + "'");
@@ -270,22 +244,9 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!min_text.empty()) {
     if (Status s = parse_minimum(min_text, &minimum); !s) return usage_error(s.error().message());
   }
-  // An empty list ("--pid $(pgrep -d, nginx)" with nginx down) filters nothing out: say so.
-  const std::pair<const char*, const std::string*> lists[] = {
-      {"--comm", &comms}, {"--pid", &pids}, {"--tid", &tids}, {"--cgroup", &cgroups}};
-  for (const auto& [name, text] : lists)
-    if (parsed.given.count(name) && split_list(*text).empty()) return usage_error(std::string(name) + ": an empty list");
-  for (const auto& c : split_list(comms)) filters.comms.insert(c);
-  for (const auto& c : split_list(cgroups)) {
-    if (c[0] != '/') return usage_error("--cgroup '" + c + "': a cgroup path starts with '/' (as perf report --sort cgroup shows it)");
-    filters.cgroups.insert(c);
-  }
-  if (!pids.empty()) {
-    if (Status s = parse_ids("pid", pids, &filters.pids); !s) return usage_error(s.error().message());
-  }
-  if (!tids.empty()) {
-    if (Status s = parse_ids("tid", tids, &filters.tids); !s) return usage_error(s.error().message());
-  }
+  auto selection = samples.selection(parsed);
+  if (!selection) return usage_error(selection.error().message());
+  filters.select = std::move(selection).value();
   if (wallclock && filters.no_waker) filters.no_waker = false;  // wall-clock stacks have no waker anyway
   // The table and the pprof profile are off-wake views, with wakers: --wallclock would be
   // ignored there.
@@ -303,6 +264,8 @@ int cmd_report(const std::vector<std::string>& args) {
     auto loaded = report::load_profile(inputs[i], filters,
                                        [&](uint64_t done, uint64_t total) { progress->update(done, total); });
     progress.reset();
+    // Options the recording cannot give (--time of summed blocks) were misused.
+    if (!loaded && loaded.error().kind() == ErrorKind::kUnsupported) return usage_error(loaded.error().message());
     if (!loaded) return fail(loaded.error().message());
     if (i == 0) profile = std::move(loaded).value();
     else report::merge_profile(profile, std::move(loaded).value());

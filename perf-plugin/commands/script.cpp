@@ -8,6 +8,7 @@
 
 #include "commands/command.h"
 #include "commands/options.h"
+#include "commands/sample_options.h"
 #include "perfdata/reader.h"
 #include "report/sample_stream.h"
 #include "samples/offwake_events.h"
@@ -32,17 +33,21 @@ void stop_reading_on_interrupt() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host) {
+// The samples `selection` keeps go to process_event().
+Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host, report::SampleSelection selection) {
   symbolize::Symbolizer symbolizer({.name_unnamed = false});  // frames as perf names them
   report::SampleStream stream(reader, symbolizer);
   bool interrupted = false;
-  script::DictVisitor visitor(symbolizer, [&](script::PyRef dict) -> Status {
-    if (g_interrupted) {
-      interrupted = true;
-      return Error("interrupted");  // ends stream.run() here; the session goes on to trace_end()
-    }
-    return host.process_event(std::move(dict));
-  });
+  script::DictVisitor visitor(
+      symbolizer,
+      [&](script::PyRef dict) -> Status {
+        if (g_interrupted) {
+          interrupted = true;
+          return Error("interrupted");  // ends stream.run() here; the session goes on to trace_end()
+        }
+        return host.process_event(std::move(dict));
+      },
+      std::move(selection));
   OFFWAKE_TRY(host.trace_begin());
   if (Status read = stream.run(visitor); !read && !interrupted) return read;
   return host.trace_end();
@@ -62,14 +67,22 @@ int cmd_script(const std::vector<std::string>& args) {
                       "input file name ('-' for standard input); default perf.data, or standard input if a pipe"),
       string_option('s', "script", "file.py", &script_path, "the Python script to run (perf script -s style)"),
   };
-  const std::vector<std::string> usage = {"perf offwake script [-i <file>] -s <script.py> [-- <script args>]"};
+  SampleOptions samples("each sample's own thread's, as perf script");
+  samples.add_to(table);
+  const std::vector<std::string> usage = {"perf offwake script [<options>] -s <script.py> [-- <script args>]"};
   ParsedArgs parsed = parse_command_line(args, table, usage, true);
   if (script_path.empty()) return usage_error("-s <script.py> is required");
+  auto selection = samples.selection(parsed);
+  if (!selection) return usage_error(selection.error().message());
   // A string option would keep the last -i alone, and the script would run over it silently.
   if (inputs.size() > 1) return usage_error("-i given twice ('" + inputs[0] + "', '" + inputs[1] + "'): one input at a time");
   const std::string input = inputs.empty() ? default_input() : inputs[0];
   auto reader = perfdata::PerfDataReader::open(input);
   Status offwake = reader ? check_offwake_recording(reader->events(), input) : Status(reader.error());
+  // A selection the recording cannot give (--time of summed blocks): before the script starts,
+  // or, in a stream, where a sample shows it.
+  if (Status can = offwake ? report::check_selection(*selection, reader->info(), input) : ok_status(); !can)
+    return usage_error(can.error().message());
   if (!offwake) {
     fprintf(stderr, "perf offwake script: %s\n", offwake.error().message().c_str());
     return kExitFailure;
@@ -86,9 +99,10 @@ int cmd_script(const std::vector<std::string>& args) {
   // sys.exit() (or a closed standard output) ends the run with its status, and nothing more is
   // said than Python says (a string argument), as under perf script and python3.
   if ((*host)->ended()) return (*host)->exit_status();  // at the script's top level
-  Status s = run_session(*reader, **host);
+  Status s = run_session(*reader, **host, std::move(selection).value());
   if (auto cut = reader->cut_short()) fprintf(stderr, "perf offwake script: warning: %s\n", cut->c_str());
   if ((*host)->ended()) return (*host)->exit_status();  // in a handler
+  if (!s && s.error().kind() == ErrorKind::kUnsupported) return usage_error(s.error().message());
   if (!s) {
     fprintf(stderr, "perf offwake script: %s\n", s.error().message().c_str());
     return kExitFailure;

@@ -86,7 +86,8 @@ struct RawChainHash {
 // frames, frame lists and threads are interned, so a sample costs a few hash lookups.
 class ProfileBuilder : public SampleVisitor {
  public:
-  ProfileBuilder(symbolize::Symbolizer& sym, const Filters& f, Profile& p) : sym_(sym), filters_(f), profile_(p) {
+  ProfileBuilder(symbolize::Symbolizer& sym, const Filters& f, Profile& p)
+      : sym_(sym), filters_(f), profile_(p), filter_(f.select, sym, cgroups_) {
     threads_.emplace_back();       // id 0: no thread
   }
 
@@ -104,9 +105,11 @@ class ProfileBuilder : public SampleVisitor {
     const SampleRecord* waker = group.waker;
     if (!waker) ++profile_.unpaired;
     if (group.cut_short()) ++profile_.chains_cut_short;
-    if (!wanted(blocked)) return ok_status();
     const std::optional<DecodedRaw> raw = decode_offwake_raw(blocked.raw);
     const bool has_raw = raw.has_value();
+    auto kept = filter_.keeps(blocked, has_raw ? raw->head.count : 1);
+    if (!kept) return kept.error();
+    if (!*kept) return ok_status();
     PartsKey key{Kind::kOffCpu, thread_id(blocked), frames_id(blocked), 0, 0,
                  has_raw ? offwake_state_letters(raw->head.state) : "", ""};
     key.cgroup = cgroup_id(blocked.cgroup);
@@ -140,7 +143,7 @@ class ProfileBuilder : public SampleVisitor {
     if (e.name == kOffwakeWakerEvent || e.name == kOffwakeHopBlockedEvent || e.name == kOffwakeHopWakerEvent)
       return ok_status();
     ++profile_.samples_read;
-    if (!wanted(s)) return ok_status();
+    if (!filter_.wanted(s)) return ok_status();
     if (profile_.on_cpu_event.empty()) profile_.on_cpu_event = e.name;
     PartsKey key{Kind::kOnCpu, thread_id(s), frames_id(s), 0, 0, "", ""};
     key.cgroup = cgroup_id(s.cgroup);
@@ -183,18 +186,6 @@ class ProfileBuilder : public SampleVisitor {
   }
 
  private:
-  bool wanted(const SampleRecord& s) const {
-    if (!filters_.pids.empty() && !filters_.pids.count(s.pid)) return false;
-    if (!filters_.tids.empty() && !filters_.tids.count(s.tid)) return false;
-    if (!filters_.comms.empty() && !filters_.comms.count(sym_.thread_name(s.tid))) return false;
-    if (!filters_.cgroups.empty()) {
-      const std::string& path = cgroups_.path(s.cgroup);
-      return std::any_of(filters_.cgroups.begin(), filters_.cgroups.end(),
-                         [&](const std::string& under) { return cgroup_under(path, under); });
-    }
-    return true;
-  }
-
   // A cgroup's path, interned (0: "").
   uint32_t cgroup_id(uint64_t id) {
     const std::string& path = cgroups_.path(id);
@@ -299,6 +290,7 @@ class ProfileBuilder : public SampleVisitor {
   CgroupTable cgroups_;
   std::vector<std::string> cgroup_paths_{std::string()};  // id 0: ""
   std::unordered_map<std::string, uint32_t> cgroup_ids_{{std::string(), 0}};
+  SampleFilter filter_;  // after cgroups_, which it reads
 };
 
 }  // namespace
@@ -368,6 +360,7 @@ Result<Profile> load_profile(const std::string& input, const Filters& filters, c
   auto reader = perfdata::PerfDataReader::open(input);
   if (!reader) return reader.error();
   OFFWAKE_TRY(check_offwake_recording(reader->events(), input));
+  OFFWAKE_TRY(check_selection(filters.select, reader->info(), input));
   Profile profile;
   symbolize::Symbolizer symbolizer;
   SampleStream stream(*reader, symbolizer);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "perfdata/features.h"
+#include "report/sample_filter.h"
 #include "util/result.h"
 
 namespace offwake::report {
@@ -85,10 +86,9 @@ struct Stack {
 
 // What the samples are filtered by, before they are summed. Empty sets keep everything.
 struct Filters {
-  std::set<std::string> comms;  // the blocked (or sampled) thread's comm
-  std::set<uint32_t> pids, tids;
-  // --cgroup: the blocked (or sampled) thread's cgroup is one of these paths, or below one.
-  std::set<std::string> cgroups;
+  // The blocked (or sampled) samples kept (report/sample_filter.h); a waker goes with its
+  // blocked sample.
+  SampleSelection select;
   bool kernel_only = false, user_only = false;  // frames kept, in every stack (chains too)
   bool no_waker = false;                        // drop the waker and its chain (blocked stacks only)
 };

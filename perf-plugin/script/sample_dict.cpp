@@ -211,6 +211,10 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
 
 Status DictVisitor::offwake(const perfdata::EventDesc& event, const perfdata::SampleRecord& blocked,
                             const report::OffwakeGroup& group) {
+  const std::optional<DecodedRaw> raw = decode_offwake_raw(blocked.raw);
+  auto kept = filter_.keeps(blocked, raw && raw->head.count ? raw->head.count : 1);
+  if (!kept) return kept.error();
+  if (!*kept) return ok_status();
   auto dict = dicts_.build(event, blocked);
   if (!dict) return dict.error();
   OFFWAKE_TRY(dicts_.add_offwake(dict->get(), blocked, group));
@@ -218,6 +222,7 @@ Status DictVisitor::offwake(const perfdata::EventDesc& event, const perfdata::Sa
 }
 
 Status DictVisitor::sample(const perfdata::EventDesc& event, const perfdata::SampleRecord& s) {
+  if (!filter_.wanted(s)) return ok_status();
   auto dict = dicts_.build(event, s);
   if (!dict) return dict.error();
   return consume_(std::move(dict).value());

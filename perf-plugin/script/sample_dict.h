@@ -9,6 +9,7 @@
 #include "perfdata/records.h"
 #include "samples/offwake_raw.h"
 #include "report/cgroups.h"
+#include "report/sample_filter.h"
 #include "report/sample_stream.h"
 #include "script/python_host.h"
 #include "symbolize/symbolizer.h"
@@ -30,6 +31,7 @@ class SampleDicts {
   Result<PyRef> build(const perfdata::EventDesc& event, const perfdata::SampleRecord& sample);
   // A record before the samples: a PERF_RECORD_CGROUP names a cgroup.
   void observe(const perfdata::Record& r) { cgroups_.observe(r); }
+  const report::CgroupTable& cgroups() const { return cgroups_; }
   // Adds the off-wake keys to an offwake-time sample's dict, from the samples that followed it.
   // 'waker' when hop 1's sample is there, with the cgroup keys above of the waker (a
   // recording since the raw data's version 3). When the recording has chain events:
@@ -59,11 +61,14 @@ class SampleDicts {
 
 // Hands every sample of a SampleStream on as its param_dict, in the stream's order, the
 // off-wake keys added to each offwake-time sample from the samples that follow it: what perf
-// offwake script gives its process_event() handler (and the fuzz target checks).
+// offwake script gives its process_event() handler (and the fuzz target checks). Only the
+// samples `selection` keeps, each judged by itself as perf script judges it: an offwake-waker
+// sample by the waker's thread, whether its offwake-time sample was kept or not.
 class DictVisitor : public report::SampleVisitor {
  public:
   using Consumer = std::function<Status(PyRef dict)>;
-  DictVisitor(symbolize::Symbolizer& symbolizer, Consumer consume) : dicts_(symbolizer), consume_(std::move(consume)) {}
+  DictVisitor(symbolize::Symbolizer& symbolizer, Consumer consume, report::SampleSelection selection = {})
+      : dicts_(symbolizer), consume_(std::move(consume)), filter_(std::move(selection), symbolizer, dicts_.cgroups()) {}
 
   Status offwake(const perfdata::EventDesc& event, const perfdata::SampleRecord& blocked,
                  const report::OffwakeGroup& group) override;
@@ -73,6 +78,7 @@ class DictVisitor : public report::SampleVisitor {
  private:
   SampleDicts dicts_;
   Consumer consume_;
+  report::SampleFilter filter_;  // after dicts_, whose cgroups it reads
 };
 
 }  // namespace offwake::script

@@ -1,0 +1,323 @@
+// End to end, as root: the sample filters of perf offwake script and report (--comm, --pid,
+// --tid, -C/--cpu, --time: commands/sample_options.h, report/sample_filter.h) against the
+// workloads' truth and against Debian's perf script and perf report with the same options on
+// the same file; and their refusals.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "support/paths.h"
+#include "support/run.h"
+#include "support/tolerances.h"
+#include "support/truth.h"
+
+namespace offwake::test {
+namespace {
+
+// One sample as both hosts show it: what perf script -F event,tid,cpu,time,period --ns prints.
+struct Sample {
+  std::string event;
+  uint32_t tid = 0, cpu = 0;
+  uint64_t time_ns = 0, period = 0;
+  std::string functions;  // ours only: the wl_* functions of its callchain, "-" for none
+  auto key() const { return std::tie(event, tid, cpu, time_ns, period); }
+  bool operator<(const Sample& o) const { return key() < o.key(); }
+};
+
+// A timeline recording (a sample per block) of two processes with their own comms, each
+// pinned to its own cpu so that where a block ended is known: wl_sleep (woken by the timer) on
+// cpu 0, wl_condvar (a waiter woken by its signaller thread) on cpu 1.
+struct Recording {
+  TempDir dir;
+  std::string data = dir.file("timeline.data"), aggregated = dir.file("aggregated.data");
+  std::string printer = dir.file("print.py");
+  RunResult record;
+  Truth sleeper, waiter;
+};
+
+const Recording& recording() {
+  static Recording r;
+  static const bool made = [] {
+    r.record = run(kOffwake + " record --timeline -o " + r.data + " -- sh -c 'taskset -c 0 " + kWorkloads +
+                   "wl_sleep -n 20 -m 10 & taskset -c 1 " + kWorkloads + "wl_condvar -n 20 -m 10; wait'");
+    for (const Truth& t : parse_truth(r.record.out)) (t.function == "wl_sleep_for" ? r.sleeper : r.waiter) = t;
+    run(kOffwake + " record -q -o " + r.aggregated + " -- " + kWorkloads + "wl_sleep -n 5 -m 5");
+    run("cat > " + r.printer + R"( <<'EOF'
+def process_event(d):
+    s = d['sample']
+    names = [n['sym']['name'] for n in d.get('callchain', []) if 'sym' in n and n['sym']['name'].startswith('wl_')]
+    print(d['ev_name'], s['tid'], s['cpu'], s['time'], s['period'], ','.join(names) or '-')
+EOF)");
+    return true;
+  }();
+  (void)made;
+  EXPECT_EQ(r.record.status, 0) << r.record.err;
+  EXPECT_EQ(r.sleeper.function, "wl_sleep_for") << r.record.out;
+  EXPECT_EQ(r.waiter.function, "wl_wait_for_signal") << r.record.out;
+  return r;
+}
+
+// What process_event() sees under perf offwake script with `args`, sorted.
+std::vector<Sample> ours(const std::string& args) {
+  const Recording& r = recording();
+  auto run_it = run(kOffwake + " script -i " + r.data + " -s " + r.printer + " " + args);
+  EXPECT_EQ(run_it.status, 0) << args << ": " << run_it.err;
+  std::vector<Sample> out;
+  std::istringstream in(run_it.out);
+  for (Sample s; in >> s.event >> s.tid >> s.cpu >> s.time_ns >> s.period >> s.functions;) out.push_back(s);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// What Debian's perf script prints with `args`, sorted.
+std::vector<Sample> perfs(const std::string& args) {
+  auto run_it = run("perf script -i " + recording().data + " -F event,tid,cpu,time,period --ns " + args);
+  EXPECT_EQ(run_it.status, 0) << args << ": " << run_it.err;
+  std::vector<Sample> out;
+  std::istringstream in(run_it.out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    Sample s;
+    std::string cpu, time;
+    if (!(f >> s.tid >> cpu >> time >> s.period >> s.event)) continue;
+    s.cpu = static_cast<uint32_t>(std::stoul(cpu.substr(1, cpu.size() - 2)));          // "[001]"
+    const size_t dot = time.find('.');                                                  // "34628.494290010:"
+    s.time_ns = std::stoull(time.substr(0, dot)) * 1000000000ull + std::stoull(time.substr(dot + 1, 9));
+    s.event.pop_back();  // "offwake-time:"
+    out.push_back(s);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The same samples (by event, thread, cpu, time and period) with `args` under both hosts.
+std::vector<Sample> as_perf_script(const std::string& args) {
+  SCOPED_TRACE(args);
+  std::vector<Sample> our = ours(args);
+  const std::vector<Sample> perf = perfs(args);
+  EXPECT_EQ(our.size(), perf.size());
+  EXPECT_TRUE(std::equal(our.begin(), our.end(), perf.begin(), perf.end(),
+                         [](const Sample& a, const Sample& b) { return a.key() == b.key(); }));
+  return our;
+}
+
+// The blocks of the truth's function among `samples`: their count and time are the truth's.
+void expect_truth(const std::vector<Sample>& samples, const Truth& t) {
+  uint64_t count = 0, ns = 0;
+  for (const Sample& s : samples) {
+    if (s.event != "offwake-time" || s.tid != t.tid || s.functions.find(t.function) == std::string::npos) continue;
+    ++count;
+    ns += s.period;
+  }
+  EXPECT_LE(count, t.count) << t.function;
+  EXPECT_GE(count + max_missed_blocks(t.count), t.count) << t.function;
+  EXPECT_NEAR(static_cast<double>(ns), static_cast<double>(t.blocked_ns), kBlockedTimeTolerance * t.blocked_ns)
+      << t.function;
+}
+
+bool has_function(const std::vector<Sample>& samples, const std::string& function) {
+  return std::any_of(samples.begin(), samples.end(),
+                     [&](const Sample& s) { return s.functions.find(function) != std::string::npos; });
+}
+
+template <typename Keep>
+std::vector<Sample> subset(const std::vector<Sample>& all, Keep keep) {
+  std::vector<Sample> out;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(out), keep);
+  return out;
+}
+
+bool same(const std::vector<Sample>& a, const std::vector<Sample>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Sample& x, const Sample& y) { return x.key() == y.key(); });
+}
+
+std::string seconds(uint64_t ns) {
+  char text[32];
+  snprintf(text, sizeof text, "%llu.%09llu", static_cast<unsigned long long>(ns / 1000000000ull),
+           static_cast<unsigned long long>(ns % 1000000000ull));
+  return text;
+}
+
+TEST(ScriptFilters, CommPidAndTidKeepWhatPerfScriptShows) {
+  const Recording& r = recording();
+  ASSERT_GT(r.sleeper.count, 0u);
+  const std::vector<Sample> all = as_perf_script("");
+  ASSERT_FALSE(all.empty());
+
+  const auto sleeps = as_perf_script("--comm wl_sleep");
+  expect_truth(sleeps, r.sleeper);
+  EXPECT_FALSE(has_function(sleeps, "wl_wait_for_signal"));
+  // Its thread was taskset's before the exec: those samples go by that name, as in perf.
+  EXPECT_TRUE(std::all_of(sleeps.begin(), sleeps.end(), [&](const Sample& s) { return s.tid == r.sleeper.tid; }));
+  const auto tasksets = as_perf_script("--comm taskset");
+  EXPECT_EQ(sleeps.size() + subset(tasksets, [&](const Sample& s) { return s.tid == r.sleeper.tid; }).size(),
+            subset(all, [&](const Sample& s) { return s.tid == r.sleeper.tid; }).size());
+
+  const auto both = as_perf_script("--comm wl_sleep,wl_condvar");
+  expect_truth(both, r.sleeper);
+  expect_truth(both, r.waiter);
+  EXPECT_LT(both.size(), all.size()) << "the shell's and the interrupts' samples are left out";
+
+  // An offwake-waker sample goes by the waker's thread: the timer's wakeups of wl_sleep are
+  // [hardirq]'s, selected alone.
+  const auto interrupts = as_perf_script("--comm [hardirq]");
+  ASSERT_FALSE(interrupts.empty());
+  EXPECT_TRUE(std::all_of(interrupts.begin(), interrupts.end(), [](const Sample& s) { return s.event == "offwake-waker"; }));
+
+  // wl_condvar's waiter is its main thread: its tid is the process's id.
+  const auto process = as_perf_script("--pid " + std::to_string(r.waiter.tid));
+  expect_truth(process, r.waiter);
+  EXPECT_TRUE(std::all_of(process.begin(), process.end(), [&](const Sample& s) {
+    return s.tid == r.waiter.tid || s.tid == r.waiter.waker_tid;
+  }));
+  const auto threads = as_perf_script("--tid " + std::to_string(r.sleeper.tid) + "," + std::to_string(r.waiter.waker_tid));
+  expect_truth(threads, r.sleeper);
+  EXPECT_TRUE(same(threads, subset(all, [&](const Sample& s) { return s.tid == r.sleeper.tid || s.tid == r.waiter.waker_tid; })));
+}
+
+TEST(ScriptFilters, CpuKeepsTheBlocksThatEndedThere) {
+  const Recording& r = recording();
+  const auto cpu1 = as_perf_script("-C 1");
+  expect_truth(cpu1, r.waiter);
+  EXPECT_FALSE(has_function(cpu1, "wl_sleep_for")) << "wl_sleep runs on cpu 0 only";
+  const auto cpu0 = as_perf_script("--cpu 0");
+  expect_truth(cpu0, r.sleeper);
+  EXPECT_FALSE(has_function(cpu0, "wl_wait_for_signal")) << "wl_condvar runs on cpu 1 only";
+  EXPECT_EQ(as_perf_script("--cpu 0-1").size(), cpu0.size() + cpu1.size());
+}
+
+// --time start,stop keeps the samples stamped within it, both ends included, as perf script's.
+TEST(ScriptFilters, TimeKeepsTheBlocksWithinItEndsIncluded) {
+  const std::vector<Sample> all = ours("");
+  std::vector<uint64_t> times;
+  for (const Sample& s : all) times.push_back(s.time_ns);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  ASSERT_GE(times.size(), 30u);
+  const uint64_t start = times[9], stop = times[times.size() - 10];
+  const auto within = [&](uint64_t from, uint64_t to) {
+    return subset(all, [&](const Sample& s) { return s.time_ns >= from && s.time_ns <= to; });
+  };
+  const auto kept = as_perf_script("--time " + seconds(start) + "," + seconds(stop));
+  EXPECT_TRUE(same(kept, within(start, stop)));
+  EXPECT_TRUE(has_function(kept, "wl_sleep_for"));
+  EXPECT_LT(kept.size(), all.size());
+  EXPECT_TRUE(same(as_perf_script("--time " + seconds(start) + ","), within(start, UINT64_MAX)));
+  EXPECT_TRUE(same(as_perf_script("--time ," + seconds(stop)), within(0, stop)));
+  // Microseconds, as perf script prints by default: the range's ends are whole microseconds.
+  const uint64_t start_us = start / 1000 * 1000, stop_us = stop / 1000 * 1000;
+  EXPECT_TRUE(same(as_perf_script("--time " + seconds(start_us).substr(0, seconds(start_us).size() - 3) + "," +
+                                  seconds(stop_us).substr(0, seconds(stop_us).size() - 3)),
+                   within(start_us, stop_us)));
+  // With the other filters: what both select.
+  EXPECT_TRUE(same(as_perf_script("--comm wl_condvar --time " + seconds(start) + "," + seconds(stop)),
+                   subset(within(start, stop), [&](const Sample& s) { return s.tid == recording().waiter.tid ||
+                                                                             s.tid == recording().waiter.waker_tid; })));
+}
+
+// The offwake-time event's samples and event count, as perf report --stdio's header says them.
+std::pair<uint64_t, uint64_t> perf_report_totals(const std::string& args) {
+  auto r = run("perf report --stdio -i " + recording().data + " " + args + " 2>/dev/null | grep -A1 \"of event 'offwake-time'\"");
+  uint64_t samples = 0, count = 0;
+  const size_t at = r.out.find("# Samples: "), ec = r.out.find("# Event count (approx.): ");
+  if (at != std::string::npos) samples = std::stoull(r.out.substr(at + 11));
+  if (ec != std::string::npos) count = std::stoull(r.out.substr(ec + 25));
+  return {samples, count};
+}
+
+// perf offwake report --time and -C sum the blocks perf script shows and perf report counts.
+TEST(ReportFilters, TimeAndCpuSumWhatPerfReportCounts) {
+  const Recording& r = recording();
+  const std::vector<Sample> all = ours("");
+  std::vector<uint64_t> times;
+  for (const Sample& s : all) times.push_back(s.time_ns);
+  std::sort(times.begin(), times.end());
+  ASSERT_GE(times.size(), 30u);
+  for (const std::string& args : {"--time " + seconds(times[20]) + "," + seconds(times[times.size() - 20]),
+                                 "--time " + seconds(times[20]) + ",", std::string("-C 1"),
+                                 "--cpu 0 --time ," + seconds(times[times.size() / 2])}) {
+    SCOPED_TRACE(args);
+    uint64_t ns = 0, blocks = 0;
+    for (const Sample& s : as_perf_script(args))
+      if (s.event == "offwake-time") ns += s.period, ++blocks;
+    auto folded = run(kOffwake + " report --folded -i " + r.data + " " + args);
+    ASSERT_EQ(folded.status, 0) << folded.err;
+    uint64_t summed = 0;
+    std::istringstream in(folded.out);
+    for (std::string line; std::getline(in, line);) summed += std::stoull(line.substr(line.rfind(' ') + 1));
+    EXPECT_EQ(summed, ns);
+    const auto [perf_samples, perf_count] = perf_report_totals(args);
+    EXPECT_EQ(perf_samples, blocks);
+    EXPECT_EQ(perf_count, ns);
+    EXPECT_GT(blocks, 0u);
+  }
+  // -C 1 holds wl_condvar's waiter, whose truth the table keeps.
+  auto folded = run(kOffwake + " report --folded -C 1 -i " + r.data + " | grep wl_wait_for_signal | grep -v wl_sleep_for");
+  uint64_t ns = 0;
+  std::istringstream in(folded.out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("wl_condvar;", 0) == 0) ns += std::stoull(line.substr(line.rfind(' ') + 1));
+  EXPECT_NEAR(static_cast<double>(ns), static_cast<double>(r.waiter.blocked_ns), kBlockedTimeTolerance * r.waiter.blocked_ns);
+}
+
+
+// One line on standard error, status 129, nothing run.
+void expect_usage_error(const std::string& command, const std::string& says) {
+  SCOPED_TRACE(command);
+  auto r = run(command);
+  EXPECT_EQ(r.status, 129);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+}
+
+// --time and --cpu cannot cut a sample that sums a stack's blocks over the recording.
+TEST(SampleFilters, AnAggregatedRecordingRefusesTimeAndCpu) {
+  const Recording& r = recording();
+  const std::string script = kOffwake + " script -i " + r.aggregated + " -s " + r.printer;
+  const std::string report = kOffwake + " report -i " + r.aggregated;
+  for (const std::string& command : {script, report}) {
+    expect_usage_error(command + " --time 1,", "--time: " + r.aggregated + " sums each stack's blocks");
+    expect_usage_error(command + " -C 0", "--cpu: " + r.aggregated + " sums each stack's blocks");
+  }
+  // A stream has no counters: its first sample of several blocks says it (a stack blocked
+  // once before it, wl_sleep's first nap at times, is a block of its own and was seen).
+  auto stream = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_sleep -n 5 -m 5 2>/dev/null | " + kOffwake +
+                    " script -s " + r.printer + " --time 1,");
+  EXPECT_EQ(stream.status, 129);
+  EXPECT_EQ(std::count(stream.err.begin(), stream.err.end(), '\n'), 1) << stream.err;
+  EXPECT_NE(stream.err.find("--time: a sample sums"), std::string::npos) << stream.err;
+  // --comm and the others need no sample per block.
+  EXPECT_EQ(run(script + " --comm wl_sleep").status, 0);
+}
+
+TEST(SampleFilters, BadListsAndTimesAreUsageErrors) {
+  const Recording& r = recording();
+  for (const std::string& command : {kOffwake + " script -i " + r.data + " -s " + r.printer, kOffwake + " report -i " + r.data}) {
+    for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+             {"--time abc", "--time 'abc': expected start,stop"},
+             {"--time 2,1", "--time '2,1': it stops before it starts"},
+             {"--time 1,2,3", "--time '1,2,3': expected start,stop"},
+             {"--time 1.1234567890,", "'1.1234567890' is not a time in seconds"},
+             {"--time -1,", "'-1' is not a time in seconds"},
+             {"--time ''", "--time '': expected start,stop"},
+             {"--cpu x", "--cpu 'x': 'x' is not a cpu"},
+             {"-C 3-1", "'3-1' is not a cpu"},
+             {"-C 4096", "'4096' is not a cpu"},
+             {"--cpu ''", "--cpu: an empty list"},
+             {"--cpu ,", "--cpu: an empty list"},
+             {"--comm ''", "--comm: an empty list"},
+             {"--pid x", "--pid 'x': not a number"},
+             {"--tid ''", "--tid: an empty list"},
+             {"--cgroup system.slice", "a cgroup path starts with '/'"},
+         })
+      expect_usage_error(command + " " + args, says);
+  }
+}
+
+}  // namespace
+}  // namespace offwake::test
