@@ -3,7 +3,9 @@
 // off-wake keys to offwake-time samples.
 #include <signal.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "commands/command.h"
@@ -15,6 +17,7 @@
 #include "script/perf_exec_path.h"
 #include "script/python_host.h"
 #include "script/sample_dict.h"
+#include "script/skeleton.h"
 #include "symbolize/symbolizer.h"
 
 namespace offwake {
@@ -55,8 +58,22 @@ Status run_session(perfdata::PerfDataReader& reader, script::ScriptHost& host, r
 
 int usage_error(const std::string& message) { return offwake::usage_error("script", message); }
 
+// -g python: perf-script.py in the current directory, as perf script -g python writes it.
+int generate_script(const std::string& lang) {
+  if (!script::is_python(lang)) return usage_error("-g '" + lang + "': the only script language is python");
+  FILE* out = fopen(script::kSkeletonFile, "w");
+  const std::string text = script::python_skeleton();
+  const bool written = out && fwrite(text.data(), 1, text.size(), out) == text.size();
+  if (!out || fclose(out) != 0 || !written) {
+    fprintf(stderr, "perf offwake script: cannot write %s: %s\n", script::kSkeletonFile, strerror(errno));
+    return kExitFailure;
+  }
+  fprintf(stderr, "generated Python script: %s\n", script::kSkeletonFile);
+  return kExitOk;
+}
+
 int cmd_script(const std::vector<std::string>& args) {
-  std::string script_path;
+  std::string script_path, lang;
   std::vector<std::string> inputs;  // all of them: a script runs over one, and a second is refused
   std::vector<Option> table = {
       callback_option('i', "input", "file",
@@ -66,11 +83,18 @@ int cmd_script(const std::vector<std::string>& args) {
                       },
                       "input file name ('-' for standard input); default perf.data, or standard input if a pipe"),
       string_option('s', "script", "file.py", &script_path, "the Python script to run (perf script -s style)"),
+      string_option('g', "gen-script", "lang", &lang,
+                    "write perf-script.py, a script to start from (python), in the current directory"),
   };
   SampleOptions samples("each sample's own thread's, as perf script");
   samples.add_to(table);
-  const std::vector<std::string> usage = {"perf offwake script [<options>] -s <script.py> [-- <script args>]"};
+  const std::vector<std::string> usage = {"perf offwake script [<options>] -s <script.py> [-- <script args>]",
+                                          "perf offwake script -g python"};
   ParsedArgs parsed = parse_command_line(args, table, usage, true);
+  if (parsed.given.count("--gen-script")) {
+    if (!script_path.empty()) return usage_error("-g writes a script and -s runs one: one at a time");
+    return generate_script(lang);
+  }
   if (script_path.empty()) return usage_error("-s <script.py> is required");
   auto selection = samples.selection(parsed);
   if (!selection) return usage_error(selection.error().message());

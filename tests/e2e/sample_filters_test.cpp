@@ -1,7 +1,7 @@
 // End to end, as root: the sample filters of perf offwake script and report (--comm, --pid,
 // --tid, -C/--cpu, --time: commands/sample_options.h, report/sample_filter.h) against the
 // workloads' truth and against Debian's perf script and perf report with the same options on
-// the same file; and their refusals.
+// the same file; their refusals; and perf offwake script -g python's skeleton.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -264,6 +264,7 @@ TEST(ReportFilters, TimeAndCpuSumWhatPerfReportCounts) {
   EXPECT_NEAR(static_cast<double>(ns), static_cast<double>(r.waiter.blocked_ns), kBlockedTimeTolerance * r.waiter.blocked_ns);
 }
 
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // One line on standard error, status 129, nothing run.
 void expect_usage_error(const std::string& command, const std::string& says) {
@@ -317,6 +318,42 @@ TEST(SampleFilters, BadListsAndTimesAreUsageErrors) {
          })
       expect_usage_error(command + " " + args, says);
   }
+}
+
+// perf offwake script -g python writes perf-script.py, as perf script -g python does, which
+// runs as it is: a line per sample that perf script shows.
+TEST(ScriptSkeleton, GeneratedScriptRunsAsItIs) {
+  const Recording& r = recording();
+  TempDir here;
+  auto generated = run("cd " + here.path() + " && " + kOffwake + " script -g python");
+  ASSERT_EQ(generated.status, 0) << generated.err;
+  EXPECT_EQ(generated.err, "generated Python script: perf-script.py\n");
+  const std::string skeleton = here.file("perf-script.py");
+  for (const char* handler : {"def trace_begin(", "def process_event(param_dict)", "def trace_end("})
+    EXPECT_NE(read_file(skeleton).find(handler), std::string::npos) << handler;
+  auto ran = run(kOffwake + " script -i " + r.data + " -s " + skeleton);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.err, "");
+  EXPECT_EQ(first_line(ran.out), "in trace_begin");
+  EXPECT_NE(ran.out.find("\nin trace_end\n"), std::string::npos);
+  uint64_t lines = 0, woken = 0;
+  std::istringstream in(ran.out);
+  for (std::string line; std::getline(in, line);) {
+    lines += line.rfind("offwake-", 0) == 0;
+    woken += line.rfind("\twoken by ", 0) == 0;
+  }
+  EXPECT_EQ(lines, perfs("").size());
+  EXPECT_GE(woken + max_missed_blocks(r.sleeper.count), r.sleeper.count);
+  // With a filter, the lines of the samples perf script shows with it.
+  auto filtered = run(kOffwake + " script -i " + r.data + " -s " + skeleton + " --comm wl_condvar");
+  uint64_t filtered_lines = 0;
+  std::istringstream fin(filtered.out);
+  for (std::string line; std::getline(fin, line);) filtered_lines += line.rfind("offwake-", 0) == 0;
+  EXPECT_EQ(filtered_lines, perfs("--comm wl_condvar").size());
+
+  TempDir other;
+  expect_usage_error("cd " + other.path() + " && " + kOffwake + " script -g perl", "-g 'perl': the only script language is python");
+  EXPECT_EQ(run("ls " + other.path()).out, "") << "nothing written";
 }
 
 }  // namespace
