@@ -34,6 +34,7 @@ Status parse_ids(const std::string& what, const std::string& text, std::set<uint
 
 void SampleOptions::add_to(std::vector<Option>& table) {
   table.push_back(string_option(0, "comm", "comm[,comm...]", &comms_, "only these comms (" + whose_ + ")"));
+  table.push_back(string_option('c', "comms", "comm[,comm...]", &comms_, "--comm, by perf's name for it"));
   table.push_back(string_option(0, "pid", "pid[,pid...]", &pids_, "only these processes"));
   table.push_back(string_option(0, "tid", "tid[,tid...]", &tids_, "only these threads"));
   table.push_back(string_option(0, "cgroup", "path[,path...]", &cgroups_,
@@ -47,7 +48,7 @@ void SampleOptions::add_to(std::vector<Option>& table) {
 Result<report::SampleSelection> SampleOptions::selection(const ParsedArgs& parsed) const {
   // An empty list ("--pid $(pgrep -d, nginx)" with nginx down) would filter nothing out: say so.
   const std::pair<const char*, const std::string*> lists[] = {
-      {"--comm", &comms_}, {"--pid", &pids_}, {"--tid", &tids_}, {"--cgroup", &cgroups_}, {"--cpu", &cpus_}};
+      {"--comm", &comms_}, {"--comms", &comms_}, {"--pid", &pids_}, {"--tid", &tids_}, {"--cgroup", &cgroups_}, {"--cpu", &cpus_}};
   for (const auto& [name, text] : lists)
     if (parsed.given.count(name) && split_list(*text).empty()) return Error::usage(std::string(name) + ": an empty list");
   report::SampleSelection s;

@@ -1,5 +1,5 @@
 // The sample filters that perf offwake report and perf offwake script both take, as perf
-// report and perf script name them: --comm, --pid, --tid, --cgroup, -C/--cpu, --time. One
+// report and perf script name them: --comm (perf's -c/--comms too), --pid, --tid, --cgroup, -C/--cpu, --time. One
 // table and one check after the parse, for both commands; the rule they select by is
 // report/sample_filter.h's.
 #pragma once

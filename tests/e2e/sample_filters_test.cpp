@@ -157,6 +157,9 @@ TEST(ScriptFilters, CommPidAndTidKeepWhatPerfScriptShows) {
   EXPECT_EQ(sleeps.size() + subset(tasksets, [&](const Sample& s) { return s.tid == r.sleeper.tid; }).size(),
             subset(all, [&](const Sample& s) { return s.tid == r.sleeper.tid; }).size());
 
+  EXPECT_TRUE(same(as_perf_script("-c wl_sleep"), sleeps)) << "perf's name for --comm";
+  EXPECT_TRUE(same(as_perf_script("--comms wl_sleep"), sleeps));
+
   const auto both = as_perf_script("--comm wl_sleep,wl_condvar");
   expect_truth(both, r.sleeper);
   expect_truth(both, r.waiter);
@@ -312,6 +315,7 @@ TEST(SampleFilters, BadListsAndTimesAreUsageErrors) {
              {"--cpu ''", "--cpu: an empty list"},
              {"--cpu ,", "--cpu: an empty list"},
              {"--comm ''", "--comm: an empty list"},
+             {"-c ''", "--comms: an empty list"},
              {"--pid x", "--pid 'x': not a number"},
              {"--tid ''", "--tid: an empty list"},
              {"--cgroup system.slice", "a cgroup path starts with '/'"},
