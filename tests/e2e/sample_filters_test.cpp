@@ -12,6 +12,7 @@
 
 #include "support/paths.h"
 #include "support/run.h"
+#include "support/test_cgroup.h"
 #include "support/tolerances.h"
 #include "support/truth.h"
 
@@ -220,6 +221,44 @@ TEST(ScriptFilters, TimeKeepsTheBlocksWithinItEndsIncluded) {
   EXPECT_TRUE(same(as_perf_script("--comm wl_condvar --time " + seconds(start) + "," + seconds(stop)),
                    subset(within(start, stop), [&](const Sample& s) { return s.tid == recording().waiter.tid ||
                                                                              s.tid == recording().waiter.waker_tid; })));
+}
+
+// --cgroup, which perf script lacks, by the same rule: wl_condvar runs in a cgroup of its own,
+// wl_sleep beside it does not. Its samples are those of wl_condvar's threads there (the waiter
+// and its signaller, blocked or waking), and report --cgroup sums their blocks.
+TEST(ScriptFilters, CgroupKeepsTheSamplesOfThreadsInIt) {
+  TestCgroup cgroup{"filters"};
+  ASSERT_EQ(cgroup.error(), "");
+  TempDir dir;
+  const std::string data = dir.file("cgroup.data");
+  const std::string both = dir.file("both.sh");
+  run("cat > " + both + " <<'EOF'\n" + kWorkloads + "wl_sleep -n 10 -m 10 &\n" +
+      cgroup.run_inside(kWorkloads + "wl_condvar -n 10 -m 10") + "\nwait\nEOF");
+  auto rec = run(kOffwake + " record --timeline -o " + data + " -- sh " + both);
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  Truth waiter;
+  for (const Truth& t : parse_truth(rec.out))
+    if (t.function == "wl_wait_for_signal") waiter = t;
+  ASSERT_GT(waiter.count, 0u) << rec.out;
+  auto ran = run(kOffwake + " script -i " + data + " -s " + recording().printer + " --cgroup " + cgroup.path());
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  std::vector<Sample> kept;
+  std::istringstream in(ran.out);
+  for (Sample s; in >> s.event >> s.tid >> s.cpu >> s.time_ns >> s.period >> s.functions;) kept.push_back(s);
+  expect_truth(kept, waiter);
+  EXPECT_FALSE(has_function(kept, "wl_sleep_for"));
+  EXPECT_TRUE(std::all_of(kept.begin(), kept.end(), [&](const Sample& s) { return s.tid == waiter.tid || s.tid == waiter.waker_tid; }));
+  EXPECT_TRUE(std::any_of(kept.begin(), kept.end(), [&](const Sample& s) { return s.event == "offwake-waker" && s.tid == waiter.waker_tid; }))
+      << "the signaller's wakeups, selected by its own cgroup";
+  uint64_t ns = 0;
+  for (const Sample& s : kept)
+    if (s.event == "offwake-time") ns += s.period;
+  auto folded = run(kOffwake + " report --folded -i " + data + " --cgroup " + cgroup.path());
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  uint64_t summed = 0;
+  std::istringstream lines(folded.out);
+  for (std::string line; std::getline(lines, line);) summed += std::stoull(line.substr(line.rfind(' ') + 1));
+  EXPECT_EQ(summed, ns);
 }
 
 // The offwake-time event's samples and event count, as perf report --stdio's header says them.
