@@ -43,6 +43,8 @@ Result<TimeRange> parse_time_range(std::string_view text) {
   const auto bad = [&](const std::string& why) {
     return Error::usage("--time '" + shown + "': " + why);
   };
+  if (text.find('%') != std::string_view::npos)
+    return bad("perf's percent forms (10%/2) are not taken: give start,stop in seconds");
   const size_t comma = text.find(',');
   if (comma == std::string_view::npos || text.find(',', comma + 1) != std::string_view::npos)
     return bad("expected start,stop (seconds as perf script prints them; either may be left out)");

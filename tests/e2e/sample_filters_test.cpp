@@ -348,6 +348,7 @@ TEST(SampleFilters, BadListsAndTimesAreUsageErrors) {
              {"--time 1.1234567890,", "'1.1234567890' is not a time in seconds"},
              {"--time -1,", "'-1' is not a time in seconds"},
              {"--time ''", "--time '': expected start,stop"},
+             {"--time 10%/2", "perf's percent forms (10%/2) are not taken"},
              {"--cpu x", "--cpu 'x': 'x' is not a cpu"},
              {"-C 3-1", "'3-1' is not a cpu"},
              {"-C 4096", "'4096' is not a cpu"},
