@@ -11,6 +11,31 @@
 
 #define OFFWAKE_RULE static inline __attribute__((__always_inline__))
 
+/* The state a block is recorded with, from the task's state at switch-out: the one state the
+ * sched_switch tracepoint reports for it (prev_state, as 'perf script' shows it: S, D, I, ...;
+ * __trace_sched_switch_state() and __task_state_index() in the kernel), in OFFWAKE_STATE_*
+ * terms. TASK_IDLE exactly (0x402) is I; TASK_RTLOCK_WAIT exactly is D; any other state is its
+ * highest TASK_REPORT bit, so that the modifiers go: an interruptible freezable sleep
+ * (TASK_FREEZABLE, 0x2001) is 0x1, TASK_KILLABLE (0x102) 0x2. The BPF programs get the
+ * scheduler's raw value and reduce it here; the tracepoint back end decodes a value the kernel
+ * reduced already, which this leaves as it is. Both apply it before any rule below, so that
+ * they keep the same blocks and store the same state. */
+OFFWAKE_RULE __u32 offwake_block_state(__u32 state)
+{
+	__u32 r;
+
+	if (state == (OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD))
+		return state;
+	if (state == OFFWAKE_STATE_RTLOCK_WAIT)
+		return OFFWAKE_STATE_UNINTERRUPTIBLE;
+	/* The highest of the 7 report bits (the kernel's fls()), without a loop. */
+	r = state & OFFWAKE_STATE_REPORT;
+	r |= r >> 1;
+	r |= r >> 2;
+	r |= r >> 4;
+	return r ^ (r >> 1);
+}
+
 /* Whether a task switched out in `state` (prev_state, OFFWAKE_STATE_*) starts a block that
  * --state records (`mask`, OFFWAKE_WANT_*): nonzero if so. TASK_IDLE (D with NOLOAD) is
  * "I", not "D". A task that is still runnable (state 0: preempted, or a signal pending)

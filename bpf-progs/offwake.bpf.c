@@ -54,6 +54,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	struct offwake_task_block *b;
 	int blocks;
 
+	prev_state = offwake_block_state(prev_state); /* as the tracepoint back end gets it */
 	b = task_block(prev);
 	if (b) {
 		/* Still in the system call its parked block was in: the user registers are those. */

@@ -42,12 +42,15 @@
                                          * (on the task's way back to user space) when the task
                                          * woke the next one */
 
-/* Task states at switch-out, as the scheduler passes them (include/linux/sched.h). The key
- * stores the raw value, so TASK_KILLABLE (WAKEKILL|UNINTERRUPTIBLE) and TASK_IDLE
- * (NOLOAD|UNINTERRUPTIBLE) show up as themselves. */
+/* Task states at switch-out (include/linux/sched.h). The key stores one state, reduced from
+ * the scheduler's value as the sched_switch tracepoint reduces it (offwake_block_state(),
+ * block_rules.h): 0x1 S, 0x2 D, or TASK_IDLE (NOLOAD|UNINTERRUPTIBLE, 0x402) for I, without
+ * modifier bits (TASK_FREEZABLE, TASK_WAKEKILL, ...). */
 #define OFFWAKE_STATE_INTERRUPTIBLE 0x1u   /* "S" */
 #define OFFWAKE_STATE_UNINTERRUPTIBLE 0x2u /* "D" */
 #define OFFWAKE_STATE_NOLOAD 0x400u        /* with D: TASK_IDLE, an idle kernel thread's wait */
+#define OFFWAKE_STATE_REPORT 0x7fu         /* TASK_REPORT: S D T t X Z P, one of which is reported */
+#define OFFWAKE_STATE_RTLOCK_WAIT 0x1000u  /* PREEMPT_RT's wait for a sleeping spinlock: "D" */
 /* offwake_config.state_mask: which waits are recorded. "I" is TASK_IDLE, which is D|NOLOAD
  * but not what "D" (uninterruptible sleep, counted in the load average) means. */
 #define OFFWAKE_WANT_S 0x1u

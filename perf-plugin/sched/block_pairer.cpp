@@ -136,7 +136,8 @@ void BlockPairer::switch_out(const SchedEvent& e) {
   t.comm = e.prev_comm;
   t.running_on = -1;
   if (t.blocked) end_late(e.prev_tid, t, e.time, e.cpu);
-  const bool blocks = e.prev_state && offwake_state_wanted(e.prev_state, opt_.state_mask) && wanted(e.prev_tid, t);
+  const uint32_t state = offwake_block_state(e.prev_state);  // as the BPF programs reduce theirs
+  const bool blocks = state && offwake_state_wanted(state, opt_.state_mask) && wanted(e.prev_tid, t);
   // Only a wakeup that came on the way in belongs to the block starting now.
   if (!blocks || !t.wake_on_cpu) t.woken = t.wake_on_cpu = false;
   if (!blocks) return;
@@ -145,7 +146,7 @@ void BlockPairer::switch_out(const SchedEvent& e) {
     t.woken = t.wake_on_cpu = false;
     return;
   }
-  t.state = e.prev_state;
+  t.state = state;
   t.cgroup = e.cgroup;
   const uint32_t draw = opt_.sample_period_ns ? static_cast<uint32_t>(random_()) : 0;  // 32 bits, as the BPF side's
   t.keep_ns = offwake_keep_threshold(opt_.min_block_ns, opt_.sample_period_ns, draw);

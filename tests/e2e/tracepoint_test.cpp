@@ -15,6 +15,7 @@
 #include "support/blocked_samples.h"
 #include "support/paths.h"
 #include "support/perf_script.h"
+#include "support/raw_blocks.h"
 #include "support/report_table.h"
 #include "support/run.h"
 #include "support/tolerances.h"
@@ -194,6 +195,39 @@ void expect_same_answer(const std::string& workload) {
 TEST(BackendEquivalence, Pipe) { expect_same_answer("wl_pipe"); }
 TEST(BackendEquivalence, Condvar) { expect_same_answer("wl_condvar"); }
 TEST(BackendEquivalence, Sleep) { expect_same_answer("wl_sleep"); }
+
+// The same kinds of block store the same state from either back end: one state, as the
+// sched_switch tracepoint reports it (Debian's perf script shows it as prev_state=S and D for
+// these). clock_nanosleep sleeps TASK_INTERRUPTIBLE|TASK_FREEZABLE and a vfork parent waits
+// TASK_KILLABLE|TASK_FREEZABLE on Linux 6.1+: the BPF programs stored 0x2001 and 0x2102 where
+// the tracepoint back end stored 0x1 and 0x2. Read with Debian's perf (raw_blocks.py).
+TEST(BackendEquivalence, TheSameBlocksHaveTheSameState) {
+  const std::string workload =
+      "taskset -c 0 sh -c '" + kWorkloads + "wl_sleep -n 5 -m 20 && " + kWorkloads + "wl_vfork -n 5 -m 20'";
+  std::map<std::string, std::map<std::string, std::set<uint32_t>>> states;  // back end -> kind -> states
+  for (const std::string backend : {"bpf", "tracepoint"}) {
+    SCOPED_TRACE(backend);
+    TempDir dir;
+    const std::string data = dir.file("perf.data");
+    auto r = run(kOffwake + " record -q --backend " + backend + " -o " + data + " -- " + workload);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::vector<Truth> truth = parse_truth(r.out);  // wl_sleep's, then wl_vfork's parent's
+    ASSERT_EQ(truth.size(), 2u) << r.out;
+    uint64_t sleeps = 0, vfork_waits = 0;
+    for (const RawBlock& b : raw_blocks(data)) {
+      // sh's vforks of the two are waits of the same kind.
+      if (b.has("hrtimer_nanosleep")) states[backend]["nanosleep"].insert(b.state);
+      else if (b.has("__x64_sys_vfork")) states[backend]["vfork"].insert(b.state);
+      if (b.tid == truth[0].tid && b.has("hrtimer_nanosleep")) sleeps += b.count;
+      if (b.tid == truth[1].tid && b.has("__x64_sys_vfork")) vfork_waits += b.count;
+    }
+    EXPECT_EQ(sleeps, truth[0].count);
+    EXPECT_EQ(vfork_waits, truth[1].count);
+    EXPECT_EQ(states[backend]["nanosleep"], std::set<uint32_t>{0x1u}) << "S";
+    EXPECT_EQ(states[backend]["vfork"], std::set<uint32_t>{0x2u}) << "D";
+  }
+  EXPECT_EQ(states["bpf"], states["tracepoint"]);
+}
 
 // Without CAP_BPF (and CAP_SYS_ADMIN, which would stand in for it) the kernel refuses to load
 // the programs: a real load failure. CAP_PERFMON stays, so the tracepoints can be opened.

@@ -217,6 +217,38 @@ TEST(BlockPairer, PreemptionIsNotABlockAndStatesAreFiltered) {
   EXPECT_EQ(p.aggregates()[0].value.total_ns, 4 * kMs);
 }
 
+// The state a block is stored with is one state, as the sched_switch tracepoint reports it
+// (block_rules.h, offwake_block_state), whichever back end recorded it: the BPF programs get
+// the scheduler's raw value (0x2001 for a freezable interruptible sleep, which they stored as
+// it was), the tracepoint back end a value the kernel reduced already (0x1).
+TEST(BlockState, OneStateAsTheSchedSwitchTracepointReportsIt) {
+  EXPECT_EQ(offwake_block_state(0x1), 0x1u);
+  EXPECT_EQ(offwake_block_state(0x2001), 0x1u);   // TASK_INTERRUPTIBLE | TASK_FREEZABLE
+  EXPECT_EQ(offwake_block_state(0x2), 0x2u);
+  EXPECT_EQ(offwake_block_state(0x102), 0x2u);    // TASK_KILLABLE
+  EXPECT_EQ(offwake_block_state(0x2102), 0x2u);   // TASK_KILLABLE | TASK_FREEZABLE (a vfork parent)
+  EXPECT_EQ(offwake_block_state(0x402), 0x402u);  // TASK_IDLE: "I"
+  EXPECT_EQ(offwake_block_state(0x2402), 0x2u);   // not TASK_IDLE exactly: the tracepoint says D
+  EXPECT_EQ(offwake_block_state(0x1000), 0x2u);   // TASK_RTLOCK_WAIT: D
+  EXPECT_EQ(offwake_block_state(0x0), 0x0u);      // running
+  EXPECT_EQ(offwake_block_state(0x4), 0x4u);      // stopped: no block
+  EXPECT_EQ(offwake_block_state(0x40), 0x40u);    // parked: no block
+  EXPECT_EQ(offwake_block_state(0x800), 0x0u);    // TASK_NEW alone reports nothing
+  // What the sched decoder gives the pairer is left as it is.
+  for (uint32_t s : {OFFWAKE_STATE_INTERRUPTIBLE, OFFWAKE_STATE_UNINTERRUPTIBLE,
+                     OFFWAKE_STATE_UNINTERRUPTIBLE | OFFWAKE_STATE_NOLOAD, 0x4u, 0u})
+    EXPECT_EQ(offwake_block_state(s), s);
+  // The pairer stores the reduced state and filters by it.
+  PairerOptions o = options();
+  o.state_mask = OFFWAKE_WANT_S;
+  BlockPairer p(o);
+  p.add(switch_ev(0, 0, 10, 10, 0x2001, 11, chain({1}, {2})));
+  p.add(waking_ev(5 * kMs, 1, 20, 20, 10, 0, chain({3}, {4})));
+  p.add(switch_ev(6 * kMs, 0, 11, 11, 0, 10));
+  ASSERT_EQ(p.aggregates().size(), 1u);
+  EXPECT_EQ(p.aggregates()[0].key.state, OFFWAKE_STATE_INTERRUPTIBLE);
+}
+
 TEST(BlockPairer, MissingWakeupAndMissingSwitchInAreCounted) {
   BlockPairer p(options());
   // No wakeup seen.

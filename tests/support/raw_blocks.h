@@ -20,7 +20,7 @@ namespace offwake::test {
 struct RawBlock {
   uint32_t tid = 0;
   uint64_t period = 0;  // ns blocked, summed over `count` blocks
-  uint32_t state = 0;   // prev_state at switch-out (0x1 S, 0x2 D, with modifier bits)
+  uint32_t state = 0;   // the state at switch-out (0x1 S, 0x2 D, 0x402 I: offwake_block_state)
   uint64_t count = 0, max_ns = 0;
   std::vector<std::string> syms;  // the callchain, leaf first; empty if it has none
   bool has(const std::string& sym) const { return std::find(syms.begin(), syms.end(), sym) != syms.end(); }
