@@ -145,6 +145,12 @@ Status decode_build_id_records(std::span<const uint8_t> records, FileInfo& info)
   return s ? s : Status(s.error().context("build ids"));
 }
 
+uint64_t recorded_span(const FileInfo& info) {
+  if (info.last_sample_time > info.first_sample_time) return info.last_sample_time - info.first_sample_time;
+  if (info.last_record_time > info.first_record_time) return info.last_record_time - info.first_record_time;
+  return 0;
+}
+
 Status decode_feature(int feature, std::span<const uint8_t> section, FileInfo& info) {
   ByteReader r(section, "feature " + std::to_string(feature));
   info.features.push_back(feature);

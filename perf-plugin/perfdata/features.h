@@ -35,9 +35,17 @@ struct FileInfo {
   std::vector<EventDesc> events;  // from HEADER_EVENT_DESC
   std::vector<BuildIdEntry> build_ids;
   uint64_t first_sample_time = 0, last_sample_time = 0;
+  // A stream has no HEADER_SAMPLE_TIME (a file writes it at its end): the first and last
+  // timestamps of the records it carried (samples, and the sample_id of the others; 0: none).
+  uint64_t first_record_time = 0, last_record_time = 0;
   std::vector<int> features;  // the feature bits present
   std::map<int, Bytes> other_sections;  // sections of features this reader does not decode
 };
+
+// The time a recording spans, when it does not say how long it lasted (perf offwake record's
+// duration_ns): from its first sample to its last (HEADER_SAMPLE_TIME), or in a stream, which
+// has no such section, from the first timestamped record to the last. 0 if unknown.
+uint64_t recorded_span(const FileInfo& info);
 
 // Feature bit -> section bytes, in bit order (the order sections are laid out in a file).
 using FeatureSections = std::map<int, Bytes>;

@@ -12,6 +12,7 @@
 #include "perfdata/format.h"
 #include "perfdata/record_encoder.h"
 #include "perfdata/sample_encoder.h"
+#include "perfdata/time_order.h"
 
 namespace offwake::perfdata {
 
@@ -340,10 +341,15 @@ Status PerfDataReader::handle_pipe_record(const perf_event_header& h, std::span<
 
 // A stream has no HEADER_BUILD_ID section written at its end, as a file has: the build ids
 // of its memory maps are taken from its MMAP2 records as they come (the others, the kernel's,
-// come in HEADER_BUILD_ID records).
+// come in HEADER_BUILD_ID records). Nor HEADER_SAMPLE_TIME: the times its records carry are
+// noted instead (recorded_span). Time 0 is perf's stamp of what it synthesized, not a time.
 void PerfDataReader::note_in_stream(const Record& r) {
   if (const auto* m = std::get_if<Mmap2Record>(&r))
     add_build_id(BuildIdEntry{-1, m->cpumode, m->build_id, m->filename}, info_);
+  if (const uint64_t time = record_time(r, events_[0].attr)) {
+    if (!info_.first_record_time || time < info_.first_record_time) info_.first_record_time = time;
+    info_.last_record_time = std::max(info_.last_record_time, time);
+  }
 }
 
 // In a stream, the tracing data (the feature section HEADER_TRACING_DATA of a file) follows

@@ -345,10 +345,10 @@ class PprofEncoder {
     ProtoWriter w;
     // Sample times are CLOCK_MONOTONIC, which says nothing about the wall clock time_nanos
     // wants: it is left out (0). The duration is the recording's own (perf offwake record's
-    // duration_ns counter); without it, the time between the first and the last sample.
+    // duration_ns counter, in a file's feature sections); without it (a stream has none),
+    // the time its timestamps span (recorded_span).
     uint64_t duration = counter(profile_, "duration_ns");
-    if (!duration && info.last_sample_time > info.first_sample_time)
-      duration = info.last_sample_time - info.first_sample_time;
+    if (!duration) duration = perfdata::recorded_span(info);
     w.int_field(PbProfile::kDurationNanos, static_cast<int64_t>(duration));
     w.message_field(PbProfile::kPeriodType, value_type(off_cpu_, nanoseconds_));
     w.int_field(PbProfile::kPeriod, 1);  // every nanosecond blocked is counted, none sampled
