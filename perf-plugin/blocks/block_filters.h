@@ -15,7 +15,7 @@ namespace offwake {
 struct BlockFilters {
   std::set<uint32_t> tgids;          // -p (or a command): only these processes; empty: all
   bool follow_forks = false;         // children of `tgids` join them (a followed command)
-  uint32_t tid = 0;                  // -t: only this thread; 0: all
+  std::set<uint32_t> tids;           // -t: only these threads; empty: all
   bool user_threads_only = false;    // -u
   bool kernel_threads_only = false;  // --kernel-threads-only
   uint32_t state_mask = OFFWAKE_WANT_S | OFFWAKE_WANT_D | OFFWAKE_WANT_I;  // --state

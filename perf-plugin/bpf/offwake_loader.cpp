@@ -117,7 +117,9 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, const P
   cfg.max_block_ns = o.max_block_ns;
   cfg.sample_period_ns = o.sample_period_ns;
   cfg.state_mask = o.state_mask;
-  cfg.target_tid = o.tid;
+  // One thread in the programs' filter. Several: the recorder gives their processes (tgids)
+  // and drops the other threads' blocks as it reads them (record/bpf_blocks.cpp).
+  cfg.target_tid = o.tids.size() == 1 ? *o.tids.begin() : 0;
   cfg.filter_tgids = !o.tgids.empty();
   cfg.filter_cgroup = !o.cgroup_path.empty();
   cfg.user_threads_only = o.user_threads_only;

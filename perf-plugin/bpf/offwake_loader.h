@@ -22,7 +22,7 @@ namespace skel {
 struct offwake;
 }
 
-// The filters (BlockFilters: tgids, tid, thread kind, states, block length) and what only the
+// The filters (BlockFilters: tgids, tids, thread kind, states, block length) and what only the
 // BPF programs do.
 struct LoaderOptions : BlockFilters {
   uint32_t max_tgids = 65536;       // capacity of the tgid set, forks included (exited

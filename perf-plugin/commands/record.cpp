@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -36,15 +37,16 @@ Result<uint32_t> parse_id(const std::string& item, const char* what) {
   return static_cast<uint32_t>(v);
 }
 
-Status parse_pid_list(const std::string& s, std::vector<uint32_t>& out) {
+// -p's and -t's comma-separated lists, as perf record takes them (a repeated id once).
+Status parse_id_list(const std::string& s, const char* option, const char* what, std::vector<uint32_t>& out) {
   // -p "$(pgrep -d, server)" with no server running must not record the whole machine.
-  if (s.empty()) return Error("-p takes a list of pids, not ''");
+  if (s.empty()) return Error(std::string(option) + " takes a list of " + what + "s, not ''");
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    auto pid = parse_id(item, "pid");
-    if (!pid) return pid.error();
-    out.push_back(*pid);
+    auto id = parse_id(item, what);
+    if (!id) return id.error();
+    if (std::find(out.begin(), out.end(), *id) == out.end()) out.push_back(*id);
   }
   return ok_status();
 }
@@ -53,16 +55,11 @@ int cmd_record(const std::vector<std::string>& args) {
   RecordOptions o;
   std::vector<Option> table = {
       flag_option('a', "all-cpus", &o.all_cpus, "system-wide collection (the default without -p, -t or a command)"),
-      callback_option('p', "pid", "pid[,pid]", [&](const std::string& v) { return parse_pid_list(v, o.pids); },
+      callback_option('p', "pid", "pid[,pid]", [&](const std::string& v) { return parse_id_list(v, "-p", "pid", o.pids); },
                       "record the blocking of these processes (wakers may be anyone)"),
-      callback_option('t', "tid", "tid",
-                      [&](const std::string& v) -> Status {
-                        auto tid = parse_id(v, "thread id");
-                        if (!tid) return tid.error();
-                        o.tid = *tid;
-                        return ok_status();
-                      },
-                      "record the blocking of this thread only"),
+      callback_option('t', "tid", "tid[,tid]",
+                      [&](const std::string& v) { return parse_id_list(v, "-t", "thread id", o.tids); },
+                      "record the blocking of these threads only (not their processes' others)"),
       string_option('o', "output", "file", &o.output, "output file name ('-' for a pipe); default perf.data"),
       flag_option('u', "user-threads-only", &o.user_only, "only user threads block"),
       flag_option(0, "kernel-threads-only", &o.kernel_only, "only kernel threads block"),
@@ -138,13 +135,16 @@ int cmd_record(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   // As perf record's target check: the narrower target wins, and says so.
-  if (o.tid && !o.pids.empty()) {
-    fprintf(stderr, "perf offwake record: warning: -t overrides -p: only thread %llu is recorded\n",
-            static_cast<unsigned long long>(o.tid));
+  if (!o.tids.empty() && !o.pids.empty()) {
+    std::string tids;
+    for (uint32_t tid : o.tids) tids += (tids.empty() ? "" : ",") + std::to_string(tid);
+    fprintf(stderr, "perf offwake record: warning: -t overrides -p: only thread%s %s %s recorded\n",
+            o.tids.size() > 1 ? "s" : "", tids.c_str(), o.tids.size() > 1 ? "are" : "is");
     o.pids.clear();
   }
-  if (o.all_cpus && (o.tid || !o.pids.empty())) {
-    fprintf(stderr, "perf offwake record: warning: %s overrides -a: only its blocking is recorded\n", o.tid ? "-t" : "-p");
+  if (o.all_cpus && (!o.tids.empty() || !o.pids.empty())) {
+    fprintf(stderr, "perf offwake record: warning: %s overrides -a: only its blocking is recorded\n",
+            o.tids.empty() ? "-p" : "-t");
     o.all_cpus = false;
   }
   bpf::set_libbpf_verbosity(o.verbose ? 1 : 0);

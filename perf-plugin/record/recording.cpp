@@ -302,7 +302,7 @@ BlockFilters Recorder::filters() const {
     f.follow_forks = true;
   }
   f.tgids.insert(opt_.pids.begin(), opt_.pids.end());
-  f.tid = static_cast<uint32_t>(opt_.tid);
+  f.tids.insert(opt_.tids.begin(), opt_.tids.end());
   f.user_threads_only = opt_.user_only;
   f.kernel_threads_only = opt_.kernel_only;
   f.state_mask = parse_state_letters(opt_.state).value();  // checked by record_usage_error()
@@ -314,6 +314,10 @@ bpf::LoaderOptions Recorder::loader_options() const {
   bpf::LoaderOptions lo;
   static_cast<BlockFilters&>(lo) = filters();
   lo.max_tgids = static_cast<uint32_t>(opt_.process_entries);
+  // The programs filter one thread (cfg.target_tid): several are filtered by their processes
+  // in the kernel, then by thread as their blocks are read (load_bpf_blocks).
+  if (lo.tids.size() > 1)
+    for (uint32_t tid : lo.tids) lo.tgids.insert(tgid_of(tid).value_or(tid));
   lo.eager = opt_.eager;
   lo.sched_frames = opt_.sched_frames;
   lo.check_replays = opt_.check_replays;
@@ -338,7 +342,10 @@ bpf::LoaderOptions Recorder::loader_options() const {
 UnwindSeed Recorder::unwind_seed() const {
   UnwindSeed seed;
   seed.pids = opt_.pids;
-  if (opt_.tid) seed.pids.push_back(tgid_of(static_cast<uint32_t>(opt_.tid)).value_or(static_cast<uint32_t>(opt_.tid)));
+  for (uint32_t tid : opt_.tids) {
+    const uint32_t pid = tgid_of(tid).value_or(tid);
+    if (std::find(seed.pids.begin(), seed.pids.end(), pid) == seed.pids.end()) seed.pids.push_back(pid);
+  }
   seed.all = seed.pids.empty() && !command_is_target();
   if (command_recorded()) seed.command = Workload::path_of(command_);
   return seed;
@@ -386,30 +393,31 @@ Status Recorder::open_source() {
   return ok_status();
 }
 
-// -p or -t (with a command or not): whether every process given (or the thread) has exited,
+// -p or -t (with a command or not): whether every process (or thread) given has exited,
 // which ends the recording (and a command still running, as at any stop), as perf record's
 // does. Their children that live on are not waited for.
 bool Recorder::targets_gone() const {
-  if (command_is_target() || (opt_.pids.empty() && !opt_.tid)) return false;
-  if (opt_.tid) return thread_exited(static_cast<uint32_t>(opt_.tid));
+  if (command_is_target() || (opt_.pids.empty() && opt_.tids.empty())) return false;
+  if (!opt_.tids.empty()) return std::all_of(opt_.tids.begin(), opt_.tids.end(), thread_exited);
   return std::all_of(opt_.pids.begin(), opt_.pids.end(), process_exited);
 }
 
-// Loading the BPF programs takes a second or more: -p's processes (or -t's thread) may all
+// Loading the BPF programs takes a second or more: -p's processes (or -t's threads) may all
 // exit meanwhile, and the recording would be empty without a word. perf record fails then
 // (perf_event_open: No such process), and so does this, before the programs attach: one line,
 // status 1, nothing written.
 Status Recorder::check_targets_alive() const {
   if (!targets_gone()) return ok_status();
-  if (opt_.tid) return Error("thread " + std::to_string(opt_.tid) + " exited before the recording began");
-  std::string pids;
-  for (uint32_t pid : opt_.pids) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
-  return Error(std::string(opt_.pids.size() > 1 ? "PIDs " : "PID ") + pids + " exited before the recording began");
+  const std::vector<uint32_t>& ids = opt_.tids.empty() ? opt_.pids : opt_.tids;
+  std::string list;
+  for (uint32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  const char* what = opt_.tids.empty() ? (ids.size() > 1 ? "PIDs " : "PID ") : (ids.size() > 1 ? "threads " : "thread ");
+  return Error(what + list + " exited before the recording began");
 }
 
 // On-CPU samples are taken on every CPU; keep those of the threads being recorded.
 bool Recorder::wanted_on_cpu(const perfdata::SampleRecord& s) {
-  if (opt_.tid) return s.tid == opt_.tid;
+  if (!opt_.tids.empty()) return std::find(opt_.tids.begin(), opt_.tids.end(), s.tid) != opt_.tids.end();
   if (opt_.pids.empty() && !command_is_target()) return true;
   return source_->is_target(s.pid);
 }
@@ -460,7 +468,7 @@ Status Recorder::drain_tracking() {
 
 Status Recorder::run(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
   for (uint32_t pid : opt_.pids) OFFWAKE_TRY(check_process(pid));
-  if (opt_.tid) OFFWAKE_TRY(check_thread(static_cast<uint32_t>(opt_.tid)));
+  for (uint32_t tid : opt_.tids) OFFWAKE_TRY(check_thread(tid));
 
   if (!command.empty()) {
     if (Status s = Workload::check_command(command[0]); !s) {
@@ -731,14 +739,14 @@ Status Recorder::close_file(uint64_t time) {
 // Without -p, -t or a command that is the target (-G alone too): the whole machine, as perf
 // record -a.
 bool Recorder::system_wide() const {
-  return opt_.all_cpus || (!command_is_target() && opt_.pids.empty() && !opt_.tid);
+  return opt_.all_cpus || (!command_is_target() && opt_.pids.empty() && opt_.tids.empty());
 }
 
 // As in perf record, a command is the target only when nothing else is (-a, -p, -t, -G): with
 // one of those it is a timer, the recording lasting while it runs, and its blocks are not
 // recorded (with -a or -G, as any other process's: if the machine or the cgroup takes them in).
 bool Recorder::command_is_target() const {
-  return workload_ && !opt_.all_cpus && opt_.pids.empty() && !opt_.tid && opt_.cgroup.empty();
+  return workload_ && !opt_.all_cpus && opt_.pids.empty() && opt_.tids.empty() && opt_.cgroup.empty();
 }
 
 // Whether the command's blocks may be in the recording: then it is held until its code has

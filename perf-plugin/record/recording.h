@@ -20,7 +20,7 @@ namespace offwake {
 struct RecordOptions {
   bool all_cpus = false;
   std::vector<uint32_t> pids;
-  uint64_t tid = 0;
+  std::vector<uint32_t> tids;  // -t: these threads only (their processes' other threads not)
   std::string output;
   bool user_only = false, kernel_only = false;
   std::string state = "SDI";

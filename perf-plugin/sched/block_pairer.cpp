@@ -26,7 +26,7 @@ BlockPairer::Thread& BlockPairer::thread(uint32_t tid) { return threads_[tid]; }
 bool BlockPairer::kernel_thread(uint32_t tid) const { return opt_.is_kernel_thread && opt_.is_kernel_thread(tid); }
 
 bool BlockPairer::wanted(uint32_t tid, const Thread& t) const {
-  if (opt_.tid && tid != opt_.tid) return false;
+  if (!opt_.tids.empty() && !opt_.tids.count(tid)) return false;
   if (!opt_.tgids.empty() && !opt_.tgids.count(t.tgid)) return false;
   if (opt_.user_threads_only || opt_.kernel_threads_only) {
     const bool k = kernel_thread(tid);

@@ -344,7 +344,7 @@ TEST(LateEnd, IgnoresAWakeupOlderThanTheBlock) {
 // makes every CPU's last seen task one that does not exist: each CPU's next switch is counted.
 TEST(UntracedSwitches, AreCountedWhenACpuLeavesATaskNeverSeenArriving) {
   LoaderOptions o;
-  o.tid = static_cast<uint32_t>(getpid());  // record nothing else
+  o.tids = {static_cast<uint32_t>(getpid())};  // record nothing else
   auto bpf = OffwakeBpf::load(o);
   ASSERT_TRUE(bpf.ok()) << bpf.error().message();
   ASSERT_TRUE(bpf->attach().ok());

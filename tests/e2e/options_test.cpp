@@ -56,6 +56,11 @@ TEST(Options, EveryBadRecordOptionIsNamed) {
       {o + "-t 0 -- true", "option `tid': '0' is not a thread id"},
       // Not taken modulo 2^32 (thread 1), nor any 32-bit value below.
       {o + "-t 4294967297 -- true", "option `tid': '4294967297' is not a thread id"},
+      // A list, as perf record -t takes it: every item a thread id, and not an empty one.
+      {o + "-t 1,x -- true", "option `tid': 'x' is not a thread id"},
+      {o + "-t 1,,2 -- true", "option `tid': '' is not a thread id"},
+      {o + "-t '' -- true", "option `tid': -t takes a list of thread ids, not ''"},
+      {o + "--tid= -- true", "option `tid': -t takes a list of thread ids, not ''"},
       {o + "-p 4294967297", "option `pid': '4294967297' is not a pid"},
       {o + "--map-size 0 -- true", "--map-size must be from 1 to 16777216"},
       {o + "--map-size 4294967297 -- true", "--map-size must be from 1 to 16777216"},

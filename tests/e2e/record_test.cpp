@@ -839,6 +839,76 @@ TEST(Record, TargetsThatExitEndTheRecording) {
   }
 }
 
+// -t takes a list, as perf record -t does, and records exactly those threads, not their
+// process's others. wl_threads runs three threads that nap (thread i 20 + 5i ms at a time) once
+// told to (SIGUSR1, sent by the recorder's timer command when the recording has begun), and
+// its main thread waits for them: -t of the first and the third gives their naps, counts
+// and times within 5% of the workload's truth (Debian's perf reads the raw payload), and
+// nothing of the second or of the main thread. Both back ends. Before, -t took one thread
+// ("'A,B' is not a thread id").
+TEST(Record, TidListRecordsExactlyThoseThreads) {
+  for (const std::string backend : {"bpf", "tracepoint"}) {
+    SCOPED_TRACE(backend);
+    Spawned wl({kWorkloads + "wl_threads", "-n", "10", "-m", "20", "-k", "3"});
+    const std::string line = wl.wait_for_line("tids ", 10'000);
+    ASSERT_FALSE(line.empty()) << wl.out();
+    std::vector<uint32_t> tids;
+    std::istringstream list(line.substr(5));
+    for (std::string id; std::getline(list, id, ',');) tids.push_back(static_cast<uint32_t>(std::stoul(id)));
+    ASSERT_EQ(tids.size(), 3u) << line;
+    const std::set<uint32_t> wanted = {tids[0], tids[2]};
+    TempDir dir;
+    const std::string data = dir.file("perf.data");
+    const std::string pid = std::to_string(wl.pid());
+    // The timer command starts the naps, then outlasts them: the threads' exit ends the
+    // recording (and the command, 143, as perf record's).
+    auto r = run("timeout 60 " + kOffwake + " record -q --backend " + backend + " -t " + std::to_string(tids[0]) +
+                 "," + std::to_string(tids[2]) + " -o " + data + " -- sh -c 'kill -USR1 " + pid + "; sleep 30'");
+    EXPECT_TRUE(r.status == 0 || r.status == 143) << r.status << " " << r.err;
+    ASSERT_EQ(wl.wait(30'000), 0) << wl.out();
+    const std::vector<Truth> truth = parse_truth(wl.out());
+    ASSERT_EQ(truth.size(), 3u) << wl.out();
+    const auto raw = raw_blocks(data);
+    std::set<uint32_t> recorded;
+    for (const RawBlock& b : raw) recorded.insert(b.tid);
+    EXPECT_EQ(recorded, wanted) << "the threads of the recording's offwake-time samples";
+    for (const Truth& t : truth) {
+      SCOPED_TRACE("thread " + std::to_string(t.tid));
+      const RawSum got = raw_sum(raw, t.tid, "wl_thread_nap");
+      if (!wanted.count(t.tid)) {
+        EXPECT_EQ(got.samples, 0u);
+        continue;
+      }
+      EXPECT_EQ(got.count, t.count);
+      expect_within_5_percent(got.ns, t.blocked_ns, "wl_thread_nap");
+    }
+  }
+}
+
+// Every thread of -t's list is checked, as the one thread was: one that does not exist, or a
+// zombie, beside a live one, is refused with its id (status 1), and nothing is recorded.
+TEST(Record, TidListWithAThreadThatDoesNotExistIsAnError) {
+  Background live(kWorkloads + "wl_sleep -n 1000 -m 10");
+  const pid_t zombie = fork();
+  ASSERT_GE(zombie, 0);
+  if (zombie == 0) _exit(0);
+  siginfo_t info {};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(zombie), &info, WEXITED | WNOWAIT), 0);  // a zombie, not reaped
+  // A thread id that is free: not in /proc (PID_MAX_LIMIT - 1 is, on any machine this runs on).
+  const std::string gone = "4194303";
+  ASSERT_NE(access(("/proc/" + gone).c_str(), F_OK), 0);
+  for (const std::string& bad : {gone, std::to_string(zombie)}) {
+    SCOPED_TRACE(bad);
+    TempDir dir;
+    auto r = run("timeout 20 " + kOffwake + " record -q -t " + std::to_string(live.pid) + "," + bad + " -o " +
+                 dir.file("perf.data"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.err, "perf offwake record: thread " + bad + " does not exist\n");
+    EXPECT_NE(access(dir.file("perf.data").c_str(), F_OK), 0) << "a recording was written";
+  }
+  waitpid(zombie, nullptr, 0);
+}
+
 // Targets that all exit while the BPF programs load fail the recording with one line, as perf
 // record fails (perf_event_open: No such process), and leave an existing file as it was. It was
 // an empty recording, status 0, without a word. The target lives 0.2 s: the recorder checks
