@@ -66,7 +66,7 @@ bool cfg_unwind_tables(const LoaderOptions& o) { return o.unwind_tables && !o.ke
 // targets' wakers elsewhere. More ask in vain, counted (unwind_requests_full).
 constexpr uint32_t kUnwindRequests = 4096;
 // Only some processes have tables from the start (-p, -t, a command): the others ask.
-bool cfg_unwind_on_request(const LoaderOptions& o) { return cfg_unwind_tables(o) && (!o.tgids.empty() || o.tid); }
+bool cfg_unwind_on_request(const LoaderOptions& o) { return cfg_unwind_tables(o) && (!o.tgids.empty() || !o.tids.empty()); }
 
 bool lazy_capture(const LoaderOptions& o) {
   return offwake_lazy_capture(o.eager, o.min_block_ns, o.max_block_ns, o.sample_period_ns);
