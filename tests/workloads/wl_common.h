@@ -147,6 +147,24 @@ static inline void wl_pause_ms(long ms)
 		;
 }
 
+/* -g: says "ready pid=PID" and waits for SIGUSR1, so that recorders can attach to the process
+ * (or this one of its processes) before it does anything they should see. SIGUSR1 stays
+ * blocked in the calling thread, and in the threads it starts after. */
+static inline void wl_wait_for_go(void)
+{
+	sigset_t go;
+	int sig;
+
+	sigemptyset(&go);
+	sigaddset(&go, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &go, NULL) != 0)
+		exit(4);
+	printf("ready pid=%d\n", getpid());
+	fflush(stdout);
+	if (sigwait(&go, &sig) != 0)
+		exit(4);
+}
+
 static inline void wl_print_truth(int tid, const char *function, uint64_t blocked_ns, long count,
 				  int waker_tid, const char *waker_function)
 {

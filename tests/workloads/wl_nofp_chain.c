@@ -336,23 +336,6 @@ static uint64_t writer_job(const struct nofp_job *job)
 	return job->seed;
 }
 
-/* -g: says "ready pid=PID" and waits for SIGUSR1, so that recorders can attach to the process
- * before it does anything they should see. */
-static void wait_for_go(void)
-{
-	sigset_t go;
-	int sig;
-
-	sigemptyset(&go);
-	sigaddset(&go, SIGUSR1);
-	if (pthread_sigmask(SIG_BLOCK, &go, NULL) != 0)
-		exit(4);
-	printf("ready pid=%d\n", getpid());
-	fflush(stdout);
-	if (sigwait(&go, &sig) != 0)
-		exit(4);
-}
-
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
@@ -374,7 +357,7 @@ int main(int argc, char **argv)
 	if (g_depth < 1)
 		return 1;
 	if (go)
-		wait_for_go();
+		wl_wait_for_go();
 	g_pid = getpid();
 	g_rounds = mmap(NULL, sizeof *g_rounds, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (g_rounds == MAP_FAILED)

@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -28,22 +27,6 @@ WL_NOINLINE void wl_udp_send(int fd, const struct sockaddr_in *to)
 
 	if (sendto(fd, &c, 1, 0, (const struct sockaddr *)to, sizeof *to) != 1)
 		exit(3);
-}
-
-/* -g, in the child: "ready pid=CHILD", then SIGUSR1. */
-static void wait_for_go(void)
-{
-	sigset_t go;
-	int sig;
-
-	sigemptyset(&go);
-	sigaddset(&go, SIGUSR1);
-	if (sigprocmask(SIG_BLOCK, &go, NULL) != 0)
-		exit(4);
-	printf("ready pid=%d\n", getpid());
-	fflush(stdout);
-	if (sigwait(&go, &sig) != 0)
-		exit(4);
 }
 
 int main(int argc, char **argv)
@@ -73,7 +56,7 @@ int main(int argc, char **argv)
 	if (child == 0) {
 		wl_prefault_stack();
 		if (go)
-			wait_for_go();
+			wl_wait_for_go();
 		if (write(start[1], &c, 1) != 1) /* the parent starts sending */
 			_exit(3);
 		for (i = 0; i < count; i++)
