@@ -5,13 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 
 #include "bpf/libbpf_log.h"
 #include "commands/command.h"
+#include "commands/id_list.h"
 #include "commands/options.h"
 #include "commands/parent_perf.h"
 #include "record/recording.h"
@@ -27,27 +26,12 @@ void on_signal(int) { g_stop = 1; }
 volatile sig_atomic_t g_switch = 0;
 void on_switch_signal(int) { g_switch = 1; }
 
-// A pid or tid as -p and -t take it (at most PID_MAX_LIMIT).
-Result<uint32_t> parse_id(const std::string& item, const char* what) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long v = strtoul(item.c_str(), &end, 10);
-  if (item.empty() || *end || errno || v == 0 || v > 4194304 /* PID_MAX_LIMIT */)
-    return Error("'" + item + "' is not a " + what);
-  return static_cast<uint32_t>(v);
-}
-
-// -p's and -t's comma-separated lists, as perf record takes them (a repeated id once).
-Status parse_id_list(const std::string& s, const char* option, const char* what, std::vector<uint32_t>& out) {
-  // -p "$(pgrep -d, server)" with no server running must not record the whole machine.
-  if (s.empty()) return Error(std::string(option) + " takes a list of " + what + "s, not ''");
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    auto id = parse_id(item, what);
-    if (!id) return id.error();
-    if (std::find(out.begin(), out.end(), *id) == out.end()) out.push_back(*id);
-  }
+// -p's and -t's lists into the options (commands/id_list.h has the rule).
+Status add_id_list(const std::string& text, const char* option, const char* what, std::vector<uint32_t>& out) {
+  auto ids = parse_id_list(text, option, what);
+  if (!ids) return ids.error();
+  for (uint32_t id : *ids)
+    if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
   return ok_status();
 }
 
@@ -55,10 +39,10 @@ int cmd_record(const std::vector<std::string>& args) {
   RecordOptions o;
   std::vector<Option> table = {
       flag_option('a', "all-cpus", &o.all_cpus, "system-wide collection (the default without -p, -t or a command)"),
-      callback_option('p', "pid", "pid[,pid]", [&](const std::string& v) { return parse_id_list(v, "-p", "pid", o.pids); },
+      callback_option('p', "pid", "pid[,pid]", [&](const std::string& v) { return add_id_list(v, "-p", "pid", o.pids); },
                       "record the blocking of these processes (wakers may be anyone)"),
       callback_option('t', "tid", "tid[,tid]",
-                      [&](const std::string& v) { return parse_id_list(v, "-t", "thread id", o.tids); },
+                      [&](const std::string& v) { return add_id_list(v, "-t", "thread id", o.tids); },
                       "record the blocking of these threads only (not their processes' others)"),
       string_option('o', "output", "file", &o.output, "output file name ('-' for a pipe); default perf.data"),
       flag_option('u', "user-threads-only", &o.user_only, "only user threads block"),

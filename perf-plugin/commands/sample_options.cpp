@@ -1,8 +1,8 @@
 #include "commands/sample_options.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <sstream>
+
+#include "commands/id_list.h"
 
 namespace offwake {
 
@@ -17,16 +17,10 @@ std::vector<std::string> split_list(const std::string& s) {
 
 namespace {
 
-Status parse_ids(const std::string& what, const std::string& text, std::set<uint32_t>* out) {
-  for (const auto& item : split_list(text)) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long v = strtoul(item.c_str(), &end, 10);
-    if (*end || errno || v > 0xffffffffu || item[0] == '-')
-      return Error::usage("--" + what + " '" + item + "': not a number");
-    out->insert(static_cast<uint32_t>(v));
-  }
-  if (out->empty()) return Error::usage("--" + what + ": an empty list");
+Status parse_ids(const char* option, const char* what, const std::string& text, std::set<uint32_t>* out) {
+  auto ids = parse_id_list(text, option, what);
+  if (!ids) return Error::usage(std::string(option) + ": " + ids.error().message());
+  out->insert(ids->begin(), ids->end());
   return ok_status();
 }
 
@@ -57,8 +51,8 @@ Result<report::SampleSelection> SampleOptions::selection(const ParsedArgs& parse
     if (c[0] != '/') return Error::usage("--cgroup '" + c + "': a cgroup path starts with '/' (as perf report --sort cgroup shows it)");
     s.cgroups.insert(c);
   }
-  if (!pids_.empty()) OFFWAKE_TRY(parse_ids("pid", pids_, &s.pids));
-  if (!tids_.empty()) OFFWAKE_TRY(parse_ids("tid", tids_, &s.tids));
+  if (!pids_.empty()) OFFWAKE_TRY(parse_ids("--pid", "pid", pids_, &s.pids));
+  if (!tids_.empty()) OFFWAKE_TRY(parse_ids("--tid", "thread id", tids_, &s.tids));
   if (!cpus_.empty()) {
     auto cpus = report::parse_cpu_list(cpus_);
     if (!cpus) return cpus.error();

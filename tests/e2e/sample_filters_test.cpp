@@ -356,7 +356,10 @@ TEST(SampleFilters, BadListsAndTimesAreUsageErrors) {
              {"--cpu ,", "--cpu: an empty list"},
              {"--comm ''", "--comm: an empty list"},
              {"-c ''", "--comms: an empty list"},
-             {"--pid x", "--pid 'x': not a number"},
+             {"--pid x", "--pid: 'x' is not a pid"},
+             {"--pid 1,,2", "--pid: '' is not a pid"},
+             {"--pid 0", "--pid: '0' is not a pid"},
+             {"--tid -5", "--tid: '-5' is not a thread id"},
              {"--tid ''", "--tid: an empty list"},
              {"--cgroup system.slice", "a cgroup path starts with '/'"},
          })
