@@ -25,10 +25,8 @@ static __always_inline int stopped_now(void)
 
 static __always_inline int task_wanted(struct task_struct *t)
 {
-	__u32 tgid;
+	__u32 tgid, tid;
 
-	if (cfg.target_tid && (__u32)t->pid != cfg.target_tid)
-		return 0;
 	if (cfg.user_threads_only && (t->flags & PF_KTHREAD))
 		return 0;
 	if (cfg.kernel_threads_only && !(t->flags & PF_KTHREAD))
@@ -36,6 +34,11 @@ static __always_inline int task_wanted(struct task_struct *t)
 	if (cfg.filter_tgids) {
 		tgid = t->tgid;
 		if (!bpf_map_lookup_elem(&target_tgids, &tgid))
+			return 0;
+	}
+	if (cfg.filter_tids) {
+		tid = t->pid;
+		if (!bpf_map_lookup_elem(&target_tids, &tid))
 			return 0;
 	}
 	return 1;

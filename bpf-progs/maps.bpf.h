@@ -112,6 +112,14 @@ struct {
 	__uint(max_entries, 1024);
 } target_tgids SEC(".maps");
 
+/* -t's threads, filled by the loader after load, before attach. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1);
+} target_tids SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
 	__uint(key_size, sizeof(__u32));

@@ -327,7 +327,7 @@ struct offwake_config {
 	__u64 min_block_ns;        /* drop blocks shorter than this (counted in filtered) */
 	__u64 max_block_ns;        /* drop blocks longer than this; 0: no limit */
 	__u32 state_mask;          /* OFFWAKE_WANT_* */
-	__u32 target_tid;          /* only this thread; 0: any */
+	__u32 filter_tids;         /* only threads in the target_tids map (-t) */
 	__u32 filter_tgids;        /* only processes in the target_tgids map */
 	__u32 filter_cgroup;       /* only tasks under the cgroup in target_cgroup[0] */
 	__u32 user_threads_only;   /* skip kernel threads (PF_KTHREAD) */

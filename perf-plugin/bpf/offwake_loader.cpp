@@ -117,9 +117,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, const P
   cfg.max_block_ns = o.max_block_ns;
   cfg.sample_period_ns = o.sample_period_ns;
   cfg.state_mask = o.state_mask;
-  // One thread in the programs' filter. Several: the recorder gives their processes (tgids)
-  // and drops the other threads' blocks as it reads them (record/bpf_blocks.cpp).
-  cfg.target_tid = o.tids.size() == 1 ? *o.tids.begin() : 0;
+  cfg.filter_tids = !o.tids.empty();
   cfg.filter_tgids = !o.tgids.empty();
   cfg.filter_cgroup = !o.cgroup_path.empty();
   cfg.user_threads_only = o.user_threads_only;
@@ -228,6 +226,7 @@ Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth
       // Written only with --switch-output: otherwise the smallest a map can be.
       {s->maps.aggregates_next, o.switch_windows && !o.timeline ? o.aggregate_entries : 1, "aggregation map"},
       {s->maps.target_tgids, o.max_tgids ? o.max_tgids : 1, "target process map"},
+      {s->maps.target_tids, o.tids.empty() ? 1 : static_cast<uint32_t>(o.tids.size()), "target thread map"},
       {s->maps.user_works, task_work ? o.user_work_entries : 1, "task work map"},
       // Never written in aggregated mode: the smallest size a ring buffer can have.
       {s->maps.events, o.timeline ? o.ringbuf_bytes : page, "timeline ring buffer"},
@@ -342,6 +341,11 @@ Result<OffwakeBpf> OffwakeBpf::load(const LoaderOptions& o) {
     bpf.events_ = std::move(reader).value();
   }
   for (uint32_t tgid : o.tgids) OFFWAKE_TRY(bpf.add_target_tgid(tgid));
+  for (uint32_t tid : o.tids) {
+    __u8 one = 1;
+    if (bpf_map_update_elem(bpf_map__fd(bpf.skel_->maps.target_tids), &tid, &one, BPF_NOEXIST) != 0)
+      return Error::from_errno("adding thread " + std::to_string(tid) + " to the filter");
+  }
   if (!o.cgroup_path.empty()) {
     UniqueFd cg(open(o.cgroup_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     // A cgroup that cannot be opened is the option's fault, not the machine's (root opens any).

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <optional>
-#include <set>
 #include <vector>
 #include <unordered_set>
 
@@ -16,8 +15,8 @@ namespace {
 
 class BpfBlocks : public BlockSource {
  public:
-  BpfBlocks(bpf::OffwakeBpf bpf, bpf::StackTraceMap stacks, bool filter_tgids, std::set<uint32_t> tids)
-      : bpf_(std::move(bpf)), stacks_(std::move(stacks)), filter_tgids_(filter_tgids), tids_(std::move(tids)) {}
+  BpfBlocks(bpf::OffwakeBpf bpf, bpf::StackTraceMap stacks, bool filter_tgids)
+      : bpf_(std::move(bpf)), stacks_(std::move(stacks)), filter_tgids_(filter_tgids) {}
 
   // --user-walker=auto: the tables of the processes in `seed` are built at start().
   Status use_unwind_tables(UnwindSeed seed) {
@@ -44,7 +43,7 @@ class BpfBlocks : public BlockSource {
   Status step(const EventFn& timeline) override {
     if (unwind_) unwind_->serve_requests();
     if (!bpf_.timeline()) return ok_status();
-    auto n = bpf_.poll_events(0, counting(wanted(timeline)));
+    auto n = bpf_.poll_events(0, counting(timeline));
     return n ? ok_status() : Status(n.error());
   }
 
@@ -57,7 +56,7 @@ class BpfBlocks : public BlockSource {
     if (!bpf_.timeline()) return ok_status();
     const uint64_t deadline = monotonic_ns() + 1'000'000'000ull;
     for (;;) {
-      auto n = bpf_.consume_events(counting(wanted(timeline)));
+      auto n = bpf_.consume_events(counting(timeline));
       if (!n) return n.error();
       auto counters = bpf_.read_counters();
       if (!counters) return counters.error();
@@ -75,7 +74,7 @@ class BpfBlocks : public BlockSource {
       auto old = bpf_.switch_window();
       if (!old) return old.error();
       OFFWAKE_TRY(fill_stats(at_switch));
-      OFFWAKE_TRY(bpf::drain_aggregates(*old, wanted(fn)));
+      OFFWAKE_TRY(bpf::drain_aggregates(*old, fn));
     }
     // The window's stacks are written: the store may be emptied of the others, in its count.
     OFFWAKE_TRY(stacks_.end_window());
@@ -83,7 +82,7 @@ class BpfBlocks : public BlockSource {
     return ok_status();
   }
 
-  Status visit_aggregates(const AggregateBatchFn& fn) const override { return bpf_.visit_aggregates(wanted(fn)); }
+  Status visit_aggregates(const AggregateBatchFn& fn) const override { return bpf_.visit_aggregates(fn); }
   const StackTraceSource& stacks() const override { return stacks_; }
 
   Status fill_stats(RecordStats& s) const override {
@@ -118,23 +117,6 @@ class BpfBlocks : public BlockSource {
     s.stacks_emptied = stacks_.stacks_emptied();
   }
 
-  // -t with several threads: the programs kept their processes' blocks (they filter one
-  // thread), the others' are dropped here.
-  bool wanted(uint32_t tid) const { return tids_.size() < 2 || tids_.count(tid); }
-  AggregateBatchFn wanted(const AggregateBatchFn& fn) const {
-    if (tids_.size() < 2) return fn;
-    return [this, &fn](std::span<const Aggregate> batch) -> Status {
-      std::vector<Aggregate> kept;
-      for (const Aggregate& a : batch)
-        if (wanted(a.key.tid)) kept.push_back(a);
-      return kept.empty() ? ok_status() : fn(kept);
-    };
-  }
-  EventFn wanted(const EventFn& fn) const {
-    if (tids_.size() < 2) return fn;
-    return [this, &fn](const offwake_event& e) { return wanted(e.key.tid) ? fn(e) : ok_status(); };
-  }
-
   bpf::EventCallback counting(const EventFn& fn) {
     return [this, &fn](const offwake_event& e) -> Status {
       ++events_;
@@ -145,7 +127,6 @@ class BpfBlocks : public BlockSource {
   bpf::OffwakeBpf bpf_;
   bpf::StackTraceMap stacks_;
   bool filter_tgids_;
-  std::set<uint32_t> tids_;  // -t's threads
   std::unordered_set<uint32_t> targets_;
   uint64_t events_ = 0;
   std::optional<UserUnwind> unwind_;  // after bpf_: unmaps its memory first
@@ -159,8 +140,7 @@ Result<std::unique_ptr<BlockSource>> load_bpf_blocks(const bpf::LoaderOptions& o
   if (!bpf) return bpf.error();
   auto stacks = bpf->stack_trace_map();
   if (!stacks) return stacks.error();
-  auto blocks = std::make_unique<BpfBlocks>(std::move(bpf).value(), std::move(stacks).value(), !options.tgids.empty(),
-                                            options.tids);
+  auto blocks = std::make_unique<BpfBlocks>(std::move(bpf).value(), std::move(stacks).value(), !options.tgids.empty());
   if (options.unwind_tables) OFFWAKE_TRY(blocks->use_unwind_tables(std::move(seed)));
   return std::unique_ptr<BlockSource>(std::move(blocks));
 }

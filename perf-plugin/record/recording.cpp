@@ -314,10 +314,9 @@ bpf::LoaderOptions Recorder::loader_options() const {
   bpf::LoaderOptions lo;
   static_cast<BlockFilters&>(lo) = filters();
   lo.max_tgids = static_cast<uint32_t>(opt_.process_entries);
-  // The programs filter one thread (cfg.target_tid): several are filtered by their processes
-  // in the kernel, then by thread as their blocks are read (load_bpf_blocks).
-  if (lo.tids.size() > 1)
-    for (uint32_t tid : lo.tids) lo.tgids.insert(tgid_of(tid).value_or(tid));
+  // -t's threads' processes are the targets (their unwind tables, the processes outside them
+  // that get tables on request); the programs filter by both sets.
+  for (uint32_t tid : lo.tids) lo.tgids.insert(tgid_of(tid).value_or(tid));
   lo.eager = opt_.eager;
   lo.sched_frames = opt_.sched_frames;
   lo.check_replays = opt_.check_replays;

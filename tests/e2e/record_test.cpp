@@ -872,6 +872,15 @@ TEST(Record, TidListRecordsExactlyThoseThreads) {
     std::set<uint32_t> recorded;
     for (const RawBlock& b : raw) recorded.insert(b.tid);
     EXPECT_EQ(recorded, wanted) << "the threads of the recording's offwake-time samples";
+    // The stored count of blocks is the threads' too (the programs filter by thread): at least
+    // their naps, and not the third thread's ten.
+    uint64_t wanted_naps = 0, other_naps = 0;
+    for (const Truth& t : truth) (wanted.count(t.tid) ? wanted_naps : other_naps) += t.count;
+    const auto stored = run("strings " + data + " | grep -E '^blocks=[0-9]+$'");
+    ASSERT_EQ(stored.out.rfind("blocks=", 0), 0u) << stored.out;
+    const uint64_t blocks = std::stoull(stored.out.substr(7));
+    EXPECT_GE(blocks, wanted_naps);
+    EXPECT_LT(blocks, wanted_naps + other_naps) << "blocks of threads not in -t's list were counted";
     for (const Truth& t : truth) {
       SCOPED_TRACE("thread " + std::to_string(t.tid));
       const RawSum got = raw_sum(raw, t.tid, "wl_thread_nap");
