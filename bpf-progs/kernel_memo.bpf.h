@@ -88,6 +88,10 @@ struct kstack_window {
 	__u32 irq_stack; /* the words are this CPU's interrupt stack, up to its outermost frame */
 	__u32 store_epoch; /* stack_store_epoch before the stack is checked or unwound: what a
 	                    * memo of its unwind keeps (stored_id_current(), stacks.bpf.h) */
+	__u32 interrupt_below; /* a waker's (waker_window): an interrupt's entry is below, on
+	                        * this CPU's interrupt stack; or its own stack, or one whose top
+	                        * is not known */
+	__u64 outermost;   /* a waker's on the interrupt stack: its outermost word; 0 if not known */
 	__u64 w[KMEMO_WORDS];
 };
 
@@ -487,63 +491,74 @@ static __always_inline __s64 interrupt_kernel_stack(void *ctx, struct scratch *s
 	return id;
 }
 
+/* Where the current task's kernel stack starts, from a tp_btf program (the waking program: as
+ * it wakes another), and what it lies on, found once a wakeup for both what follows: the
+ * task's own stack, or this CPU's interrupt stack (irq_stack), whose outermost word tells
+ * whether an interrupt's entry is below (interrupt_below). The window's words cover at most
+ * KMEMO_WORDS (avail 0 beyond). `slot`: the scratch slot and window of this CPU's to use.
+ * Null without them. */
+static __always_inline struct kstack_window *waker_window(void *ctx, __u32 slot, struct task_struct *cur)
+{
+	struct scratch *s = scratch_slot(slot);
+	struct kstack_window *win = bpf_map_lookup_elem(&kstack_windows, &slot);
+	__u32 words;
+
+	if (!s || !win)
+		return 0;
+	win->sp = kernel_address(s, ctx);
+	win->avail = kstack_words_above(cur, win->sp, s);
+	win->irq_stack = 0;
+	win->interrupt_below = 1;
+	win->outermost = 0;
+	win->store_epoch = *(volatile __u32 *)&stack_store_epoch;
+	if (!win->avail) {
+		win->irq_stack = 1;
+		words = irq_stack_words_above(win->sp, KERNEL_STACK_SIZE / 8);
+		if (words) {
+			win->outermost = kernel_word(win->sp + ((__u64)words - 1) * 8);
+			win->interrupt_below = irq_stack_entered_by_interrupt(win->outermost);
+		}
+		win->avail = words <= KMEMO_WORDS ? words : 0;
+	}
+	return win;
+}
+
 /* Whether a wakeup in a softirq (irq_context()) is the current task's: a user task's, on this
  * CPU's interrupt stack with no interrupt's entry below (its own local_bh_enable(); see
  * offwake_softirq_is_tasks). On the task's own stack a softirq ran at the end of an interrupt
  * that came from user space, or in ksoftirqd; an interrupt stack whose top is not known (no
- * hardirq_stack_ptr in the kernel's BTF) is taken for an interrupt's, as before. `slot`: a
- * scratch slot of this CPU's, for kernel_address(). */
-static __always_inline int softirq_is_currents(void *ctx, __u32 slot)
+ * hardirq_stack_ptr in the kernel's BTF) is taken for an interrupt's, as before. `win`: the
+ * wakeup's waker_window(). */
+static __always_inline int softirq_is_currents(const struct kstack_window *win, struct task_struct *cur)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct scratch *s = scratch_slot(slot);
-	int interrupt_below = 1;
-	__u64 sp;
-	__u32 avail;
-
-	if (!s)
-		return 0;
-	sp = kernel_address(s, ctx);
-	if (!kstack_words_above(cur, sp, s)) {
-		avail = irq_stack_words_above(sp, KERNEL_STACK_SIZE / 8);
-		interrupt_below = !avail || irq_stack_entered_by_interrupt(kernel_word(sp + ((__u64)avail - 1) * 8));
-	}
-	return offwake_softirq_is_tasks(interrupt_below, !!(cur->flags & PF_KTHREAD));
+	return offwake_softirq_is_tasks(win->interrupt_below, !!(cur->flags & PF_KTHREAD));
 }
 
 /* The current task's kernel stack, from a tp_btf program (the waking program: as it wakes
  * another): checked against its memo of its last one first, else unwound (bpf_get_stack)
  * into the stack store and remembered. Where the stack starts is the program's context: the
  * tracepoint's arguments, which the kernel keeps in its own frame (the program's own frame
- * may be on a private stack of the CPU's). In an interrupt (`irq`, irq_context()), or on this
+ * may be on a private stack of the CPU's): `win`, the wakeup's waker_window(). In an interrupt (`irq`, irq_context()), or on this
  * CPU's interrupt stack, the interrupt's own frames (interrupt_kernel_stack); on any other
  * stack (an exception's), bpf_get_stackid()'s (current_stack). */
-static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, __u32 irq, struct offwake_counters *c)
+static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct kstack_window *win, __u32 irq,
+						struct offwake_counters *c)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct scratch *s = scratch_slot(slot);
-	struct kstack_window *win = bpf_map_lookup_elem(&kstack_windows, &slot);
 	struct kstack_memo_set *m;
-	__u64 outermost;
 	__s64 id;
 
 	if (!s || !win)
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
-	win->sp = kernel_address(s, ctx);
-	win->avail = kstack_words_above(cur, win->sp, s);
-	win->irq_stack = 0;
-	win->store_epoch = *(volatile __u32 *)&stack_store_epoch;
-	if (!win->avail) {
+	if (win->irq_stack) {
 		/* On this CPU's interrupt stack: a hard interrupt, or a softirq at its end, came in
 		 * on what woke no one, and is remembered per CPU and cut there. A softirq there
 		 * for a task's local_bh_enable() (do_softirq_own_stack: loopback networking) goes
 		 * on into the waker's own path, the sender's system call: kept whole, unwound each
 		 * time. */
-		win->avail = irq_stack_words_above(win->sp, KMEMO_WORDS);
-		win->irq_stack = 1;
-		outermost = window_outermost_word(win);
-		if (win->avail && ((irq & OFFWAKE_WAKER_HARDIRQ) || irq_stack_entered_by_interrupt(outermost)))
-			return interrupt_kernel_stack(ctx, s, win, outermost, c);
+		if (win->avail && ((irq & OFFWAKE_WAKER_HARDIRQ) || win->interrupt_below))
+			return interrupt_kernel_stack(ctx, s, win, win->outermost, c);
 		return current_stack(ctx, 0, OFFWAKE_KERNEL, s, c);
 	}
 	if (irq & OFFWAKE_WAKER_IRQ_MASK)

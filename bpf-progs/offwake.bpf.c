@@ -195,6 +195,7 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 	struct offwake_counters *c;
 	struct task_struct *cur;
 	struct offwake_task_block *b;
+	struct kstack_window *win;
 	__u64 now, so_far, keep;
 	__u32 irq, on_cpu;
 	int early;
@@ -236,9 +237,12 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 		return 0;
 
 	irq = irq_context();
-	if (irq == OFFWAKE_WAKER_SOFTIRQ && softirq_is_currents(ctx, SLOT_WAKING))
+	cur = bpf_get_current_task_btf();
+	/* Found once for both: whose softirq it is, and the waker's kernel stack. */
+	win = irq == OFFWAKE_WAKER_SOFTIRQ || !early ? waker_window(ctx, SLOT_WAKING, cur) : 0;
+	if (irq == OFFWAKE_WAKER_SOFTIRQ && win && softirq_is_currents(win, cur))
 		irq = OFFWAKE_WAKER_OWN_SOFTIRQ; /* the task ran it: the task is the waker */
-	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK : waker_kernel_stack(ctx, SLOT_WAKING, irq, c);
+	b->waker_kern_stack_id = early ? OFFWAKE_NO_STACK : waker_kernel_stack(ctx, SLOT_WAKING, win, irq, c);
 	if (irq & OFFWAKE_WAKER_IRQ_MASK) {
 		/* The interrupted task did not wake anyone: name the context, not the task. */
 		set_irq_waker(b, irq);
@@ -246,7 +250,6 @@ int BPF_PROG(offwake_waking, struct task_struct *p)
 			COUNT(c, irq_wakeups);
 		chain_end(b, OFFWAKE_CHAIN_END_IRQ);
 	} else {
-		cur = bpf_get_current_task_btf();
 		b->waker_tgid = cur->tgid;
 		b->waker_tid = cur->pid;
 		b->waker_ident = task_ident(cur);
