@@ -35,8 +35,9 @@ void SampleOptions::add_to(std::vector<Option>& table) {
                                 "only threads in these cgroups or below (" + whose_ + "; paths as perf report --sort cgroup shows them)"));
   table.push_back(string_option('C', "cpu", "cpu", &cpus_,
                                 "only samples of these cpus (0-2,5), where a block ended (--timeline recordings)"));
-  table.push_back(string_option(0, "time", "start,stop", &time_,
-                                "only samples within this time (seconds as perf script prints them; --timeline recordings)"));
+  table.push_back(string_option(0, "time", "start,stop[ ...]|percent", &time_,
+                                "only samples within these times (seconds as perf script prints them, or perf's "
+                                "percent forms of the recording's span: 10%/2, 0%-10%,30%-40%; --timeline recordings)"));
 }
 
 Result<report::SampleSelection> SampleOptions::selection(const ParsedArgs& parsed) const {
@@ -59,9 +60,10 @@ Result<report::SampleSelection> SampleOptions::selection(const ParsedArgs& parse
     s.cpus = std::move(cpus).value();
   }
   if (parsed.given.count("--time")) {
-    auto range = report::parse_time_range(time_);
-    if (!range) return range.error();
-    if (range->start_ns || range->end_ns) s.time = *range;  // ",": the whole recording, as in perf
+    auto time = report::parse_time_range(time_);
+    if (!time) return time.error();
+    const bool everything = time->percents.empty() && time->ranges.size() == 1 && time->ranges[0] == report::TimeRange{};
+    if (!everything) s.time = std::move(time).value();  // ",": the whole recording, as in perf
   }
   return s;
 }

@@ -105,7 +105,7 @@ int cmd_script(const std::vector<std::string>& args) {
   Status offwake = reader ? check_offwake_recording(reader->events(), input) : Status(reader.error());
   // A selection the recording cannot give (--time of summed blocks): before the script starts,
   // or, in a stream, where a sample shows it.
-  if (Status can = offwake ? report::check_selection(*selection, reader->info(), input) : ok_status(); !can)
+  if (Status can = offwake ? report::prepare_selection(*selection, reader->info(), input) : ok_status(); !can)
     return usage_error(can.error().message());
   if (!offwake) {
     fprintf(stderr, "perf offwake script: %s\n", offwake.error().message().c_str());

@@ -360,11 +360,12 @@ Result<Profile> load_profile(const std::string& input, const Filters& filters, c
   auto reader = perfdata::PerfDataReader::open(input);
   if (!reader) return reader.error();
   OFFWAKE_TRY(check_offwake_recording(reader->events(), input));
-  OFFWAKE_TRY(check_selection(filters.select, reader->info(), input));
+  Filters prepared = filters;  // --time's percentages made times of this recording
+  OFFWAKE_TRY(prepare_selection(prepared.select, reader->info(), input));
   Profile profile;
   symbolize::Symbolizer symbolizer;
   SampleStream stream(*reader, symbolizer);
-  ProfileBuilder builder(symbolizer, filters, profile);
+  ProfileBuilder builder(symbolizer, prepared, profile);
   const uint64_t total = reader->input_size();
   OFFWAKE_TRY(stream.run(builder, [&](uint64_t) {
     if (progress) progress(reader->input_offset(), total);

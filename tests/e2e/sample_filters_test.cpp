@@ -136,6 +136,15 @@ bool same(const std::vector<Sample>& a, const std::vector<Sample>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Sample& x, const Sample& y) { return x.key() == y.key(); });
 }
 
+// The times the samples are stamped with, each once, in order.
+std::vector<uint64_t> distinct_times(const std::vector<Sample>& samples) {
+  std::vector<uint64_t> times;
+  for (const Sample& s : samples) times.push_back(s.time_ns);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  return times;
+}
+
 std::string seconds(uint64_t ns) {
   char text[32];
   snprintf(text, sizeof text, "%llu.%09llu", static_cast<unsigned long long>(ns / 1000000000ull),
@@ -197,10 +206,7 @@ TEST(ScriptFilters, CpuKeepsTheBlocksThatEndedThere) {
 // --time start,stop keeps the samples stamped within it, both ends included, as perf script's.
 TEST(ScriptFilters, TimeKeepsTheBlocksWithinItEndsIncluded) {
   const std::vector<Sample> all = ours("");
-  std::vector<uint64_t> times;
-  for (const Sample& s : all) times.push_back(s.time_ns);
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
+  const std::vector<uint64_t> times = distinct_times(all);
   ASSERT_GE(times.size(), 30u);
   const uint64_t start = times[9], stop = times[times.size() - 10];
   const auto within = [&](uint64_t from, uint64_t to) {
@@ -221,6 +227,43 @@ TEST(ScriptFilters, TimeKeepsTheBlocksWithinItEndsIncluded) {
   EXPECT_TRUE(same(as_perf_script("--comm wl_condvar --time " + seconds(start) + "," + seconds(stop)),
                    subset(within(start, stop), [&](const Sample& s) { return s.tid == recording().waiter.tid ||
                                                                              s.tid == recording().waiter.waker_tid; })));
+}
+
+// --time with perf's percent forms and with several ranges keeps the very samples perf script
+// keeps: percentages of the first to the last sample, the ends rounded as perf rounds them.
+TEST(ScriptFilters, TimePercentsAndSeveralRangesKeepWhatPerfScriptKeeps) {
+  const std::vector<Sample> all = ours("");
+  const std::vector<uint64_t> times = distinct_times(all);
+  ASSERT_GE(times.size(), 30u);
+  const uint64_t first = times.front(), last = times.back();  // HEADER_SAMPLE_TIME's
+  // A percentage that falls on a sample's time (to the ns perf rounds it to), where perf's
+  // rule of ending a range 1 ns early decides whether that sample is kept.
+  const uint64_t on = times[times.size() / 3];
+  char at[64];
+  snprintf(at, sizeof at, "%.15g%%", 100.0 * static_cast<double>(on - first) / static_cast<double>(last - first));
+  for (const std::string& args : {std::string("--time 10%/2"), std::string("--time 0%-10%"),
+                                  std::string("--time 0%-10%,30%-40%"), std::string("--time 50%"),
+                                  std::string("--time 10%/1,10%/3,10%/10"), std::string("--time 25%-75%"),
+                                  std::string("--time 0%-") + at, std::string("--time ") + at + "-100%",
+                                  "--time '" + seconds(times[3]) + "," + seconds(times[9]) + " " + seconds(times[15]) +
+                                      "," + seconds(times[20]) + "'",
+                                  "--time '," + seconds(times[5]) + " " + seconds(times[25]) + ",'"}) {
+    SCOPED_TRACE(args);
+    const auto kept = as_perf_script(args);
+    EXPECT_GT(kept.size(), 0u);
+    EXPECT_LT(kept.size(), all.size());
+  }
+  // The slices of a whole share no sample and miss none.
+  size_t sliced = 0;
+  for (int i = 1; i <= 4; ++i) sliced += ours("--time 25%/" + std::to_string(i)).size();
+  EXPECT_EQ(sliced, all.size());
+  // Several ranges keep what each keeps.
+  EXPECT_TRUE(same(ours("--time 0%-10%,30%-40%"), [&] {
+    auto both = ours("--time 0%-10%");
+    for (const Sample& s : ours("--time 30%-40%")) both.push_back(s);
+    std::sort(both.begin(), both.end());
+    return both;
+  }()));
 }
 
 // --cgroup, which perf script lacks, by the same rule: wl_condvar runs in a cgroup of its own,
@@ -275,13 +318,14 @@ std::pair<uint64_t, uint64_t> perf_report_totals(const std::string& args) {
 TEST(ReportFilters, TimeAndCpuSumWhatPerfReportCounts) {
   const Recording& r = recording();
   const std::vector<Sample> all = ours("");
-  std::vector<uint64_t> times;
-  for (const Sample& s : all) times.push_back(s.time_ns);
-  std::sort(times.begin(), times.end());
+  const std::vector<uint64_t> times = distinct_times(all);
   ASSERT_GE(times.size(), 30u);
   for (const std::string& args : {"--time " + seconds(times[20]) + "," + seconds(times[times.size() - 20]),
                                  "--time " + seconds(times[20]) + ",", std::string("-C 1"),
-                                 "--cpu 0 --time ," + seconds(times[times.size() / 2])}) {
+                                 "--cpu 0 --time ," + seconds(times[times.size() / 2]), std::string("--time 10%/3"),
+                                 std::string("--time 0%-20%,60%-70%"), std::string("-C 1 --time 50%"),
+                                 "--time '" + seconds(times[times.size() / 4]) + "," + seconds(times[times.size() / 2]) + " " +
+                                     seconds(times[times.size() * 3 / 4]) + ",'"}) {
     SCOPED_TRACE(args);
     uint64_t ns = 0, blocks = 0;
     for (const Sample& s : as_perf_script(args))
@@ -334,6 +378,16 @@ TEST(SampleFilters, AnAggregatedRecordingRefusesTimeAndCpu) {
   EXPECT_EQ(stream.status, 129);
   EXPECT_EQ(std::count(stream.err.begin(), stream.err.end(), '\n'), 1) << stream.err;
   EXPECT_NE(stream.err.find("--time: a sample sums"), std::string::npos) << stream.err;
+  // Nor has it the first and last sample times that percentages are of (perf's HINT: no
+  // first/last sample time found).
+  for (const std::string& reader : {" script -s " + r.printer, std::string(" report")}) {
+    auto percent = run(kOffwake + " record -q --timeline -o - -- " + kWorkloads + "wl_sleep -n 5 -m 5 2>/dev/null | " +
+                       kOffwake + reader + " --time 10%/2");
+    EXPECT_EQ(percent.status, 129) << reader;
+    EXPECT_EQ(std::count(percent.err.begin(), percent.err.end(), '\n'), 1) << percent.err;
+    EXPECT_NE(percent.err.find("--time '10%/2': percentages are of the recording's first to last sample"), std::string::npos)
+        << percent.err;
+  }
   // --comm and the others need no sample per block.
   EXPECT_EQ(run(script + " --comm wl_sleep").status, 0);
 }
@@ -343,12 +397,14 @@ TEST(SampleFilters, BadListsAndTimesAreUsageErrors) {
   for (const std::string& command : {kOffwake + " script -i " + r.data + " -s " + r.printer, kOffwake + " report -i " + r.data}) {
     for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
              {"--time abc", "--time 'abc': expected start,stop"},
-             {"--time 2,1", "--time '2,1': it stops before it starts"},
+             {"--time 2,1", "--time '2,1': '2,1' stops before it starts"},
+             {"--time '1,3 2,4'", "--time '1,3 2,4': '2,4' does not start after the range before it ends"},
              {"--time 1,2,3", "--time '1,2,3': expected start,stop"},
              {"--time 1.1234567890,", "'1.1234567890' is not a time in seconds"},
              {"--time -1,", "'-1' is not a time in seconds"},
              {"--time ''", "--time '': expected start,stop"},
-             {"--time 10%/2", "perf's percent forms (10%/2) are not taken"},
+             {"--time 10%/0", "--time '10%/0': '10%/0' is not one of perf's percent forms"},
+             {"--time 0%-10%,20%", "--time '0%-10%,20%': '20%' is not one of perf's percent forms"},
              {"--cpu x", "--cpu 'x': 'x' is not a cpu"},
              {"-C 3-1", "'3-1' is not a cpu"},
              {"-C 4096", "'4096' is not a cpu"},
