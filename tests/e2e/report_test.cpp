@@ -376,30 +376,22 @@ std::vector<std::string> subset(const std::vector<TableRow>& all, Keep keep) {
   return texts(out);
 }
 
-// Two processes of three threads with their own comms and truths, in one recording: wl_sleep
-// (woken by the timer) and wl_condvar (a waiter woken by a signaller thread), started by a
-// shell that waits for them. The filters' tests read this one recording with and without a
-// filter: what a filter keeps is exactly what the unfiltered output shows of those threads,
-// and that is each workload's truth.
-struct TwoWorkloads {
+// wl_sleep and wl_condvar in one recording (support/recording.h). The filters' tests read
+// this one recording with and without a filter: what a filter keeps is exactly what the
+// unfiltered output shows of those threads, and that is each workload's truth.
+struct TwoWorkloads : SleeperAndWaiter {
   TempDir dir;
   std::string data = dir.file("perf.data");
-  RunResult record;
-  Truth sleeper, waiter;
 };
 
 const TwoWorkloads& two_workloads() {
   static TwoWorkloads w;
   static const bool recorded = [] {
-    w.record = run(kOffwake + " record -o " + w.data + " -- sh -c '" + kWorkloads + "wl_sleep -n 20 -m 10 & " +
-                   kWorkloads + "wl_condvar -n 20 -m 10; wait'");
-    for (const Truth& t : parse_truth(w.record.out)) (t.function == "wl_sleep_for" ? w.sleeper : w.waiter) = t;
+    static_cast<SleeperAndWaiter&>(w) = record_sleeper_and_waiter(w.data, "", false);
     return true;
   }();
   (void)recorded;
-  EXPECT_EQ(w.record.status, 0) << w.record.err;
-  EXPECT_EQ(w.sleeper.function, "wl_sleep_for") << w.record.out;
-  EXPECT_EQ(w.waiter.function, "wl_wait_for_signal") << w.record.out;
+  w.expect_recorded();
   return w;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/paths.h"
+#include "support/recording.h"
 #include "support/run.h"
 #include "support/test_cgroup.h"
 #include "support/tolerances.h"
@@ -29,23 +30,19 @@ struct Sample {
   bool operator<(const Sample& o) const { return key() < o.key(); }
 };
 
-// A timeline recording (a sample per block) of two processes with their own comms, each
-// pinned to its own cpu so that where a block ended is known: wl_sleep (woken by the timer) on
-// cpu 0, wl_condvar (a waiter woken by its signaller thread) on cpu 1.
-struct Recording {
+// A timeline recording (a sample per block) of wl_sleep and wl_condvar (support/recording.h),
+// each pinned to its own cpu so that where a block ended is known: wl_sleep (woken by the
+// timer) on cpu 0, wl_condvar (a waiter woken by its signaller thread) on cpu 1.
+struct TimelineRecording : SleeperAndWaiter {
   TempDir dir;
   std::string data = dir.file("timeline.data"), aggregated = dir.file("aggregated.data");
   std::string printer = dir.file("print.py");
-  RunResult record;
-  Truth sleeper, waiter;
 };
 
-const Recording& recording() {
-  static Recording r;
+const TimelineRecording& recording() {
+  static TimelineRecording r;
   static const bool made = [] {
-    r.record = run(kOffwake + " record --timeline -o " + r.data + " -- sh -c 'taskset -c 0 " + kWorkloads +
-                   "wl_sleep -n 20 -m 10 & taskset -c 1 " + kWorkloads + "wl_condvar -n 20 -m 10; wait'");
-    for (const Truth& t : parse_truth(r.record.out)) (t.function == "wl_sleep_for" ? r.sleeper : r.waiter) = t;
+    static_cast<SleeperAndWaiter&>(r) = record_sleeper_and_waiter(r.data, "--timeline", true);
     run(kOffwake + " record -q -o " + r.aggregated + " -- " + kWorkloads + "wl_sleep -n 5 -m 5");
     run("cat > " + r.printer + R"( <<'EOF'
 def process_event(d):
@@ -56,15 +53,13 @@ EOF)");
     return true;
   }();
   (void)made;
-  EXPECT_EQ(r.record.status, 0) << r.record.err;
-  EXPECT_EQ(r.sleeper.function, "wl_sleep_for") << r.record.out;
-  EXPECT_EQ(r.waiter.function, "wl_wait_for_signal") << r.record.out;
+  r.expect_recorded();
   return r;
 }
 
 // What process_event() sees under perf offwake script with `args`, sorted.
 std::vector<Sample> ours(const std::string& args) {
-  const Recording& r = recording();
+  const TimelineRecording& r = recording();
   auto run_it = run(kOffwake + " script -i " + r.data + " -s " + r.printer + " " + args);
   EXPECT_EQ(run_it.status, 0) << args << ": " << run_it.err;
   std::vector<Sample> out;
@@ -153,7 +148,7 @@ std::string seconds(uint64_t ns) {
 }
 
 TEST(ScriptFilters, CommPidAndTidKeepWhatPerfScriptShows) {
-  const Recording& r = recording();
+  const TimelineRecording& r = recording();
   ASSERT_GT(r.sleeper.count, 0u);
   const std::vector<Sample> all = as_perf_script("");
   ASSERT_FALSE(all.empty());
@@ -193,7 +188,7 @@ TEST(ScriptFilters, CommPidAndTidKeepWhatPerfScriptShows) {
 }
 
 TEST(ScriptFilters, CpuKeepsTheBlocksThatEndedThere) {
-  const Recording& r = recording();
+  const TimelineRecording& r = recording();
   const auto cpu1 = as_perf_script("-C 1");
   expect_truth(cpu1, r.waiter);
   EXPECT_FALSE(has_function(cpu1, "wl_sleep_for")) << "wl_sleep runs on cpu 0 only";
@@ -316,7 +311,7 @@ std::pair<uint64_t, uint64_t> perf_report_totals(const std::string& args) {
 
 // perf offwake report --time and -C sum the blocks perf script shows and perf report counts.
 TEST(ReportFilters, TimeAndCpuSumWhatPerfReportCounts) {
-  const Recording& r = recording();
+  const TimelineRecording& r = recording();
   const std::vector<Sample> all = ours("");
   const std::vector<uint64_t> times = distinct_times(all);
   ASSERT_GE(times.size(), 30u);
@@ -364,7 +359,7 @@ void expect_usage_error(const std::string& command, const std::string& says) {
 
 // --time and --cpu cannot cut a sample that sums a stack's blocks over the recording.
 TEST(SampleFilters, AnAggregatedRecordingRefusesTimeAndCpu) {
-  const Recording& r = recording();
+  const TimelineRecording& r = recording();
   const std::string script = kOffwake + " script -i " + r.aggregated + " -s " + r.printer;
   const std::string report = kOffwake + " report -i " + r.aggregated;
   for (const std::string& command : {script, report}) {
@@ -393,7 +388,7 @@ TEST(SampleFilters, AnAggregatedRecordingRefusesTimeAndCpu) {
 }
 
 TEST(SampleFilters, BadListsAndTimesAreUsageErrors) {
-  const Recording& r = recording();
+  const TimelineRecording& r = recording();
   for (const std::string& command : {kOffwake + " script -i " + r.data + " -s " + r.printer, kOffwake + " report -i " + r.data}) {
     for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
              {"--time abc", "--time 'abc': expected start,stop"},
@@ -426,7 +421,7 @@ TEST(SampleFilters, BadListsAndTimesAreUsageErrors) {
 // perf offwake script -g python writes perf-script.py, as perf script -g python does, which
 // runs as it is: a line per sample that perf script shows.
 TEST(ScriptSkeleton, GeneratedScriptRunsAsItIs) {
-  const Recording& r = recording();
+  const TimelineRecording& r = recording();
   TempDir here;
   auto generated = run("cd " + here.path() + " && " + kOffwake + " script -g python");
   ASSERT_EQ(generated.status, 0) << generated.err;

@@ -21,4 +21,19 @@ struct Recording {
 // with its arguments), made on first use.
 const Recording& recording(const std::string& workload, const std::string& options = "");
 
+// Two processes of three threads with their own comms and truths, started by one shell that
+// waits for them: wl_sleep -n 20 -m 10 (woken by the timer) and wl_condvar -n 20 -m 10 (a
+// waiter woken by its signaller thread). The filters' tests (report_test, sample_filters_test)
+// read such a recording with and without a filter.
+struct SleeperAndWaiter {
+  RunResult record;       // perf offwake record's output
+  Truth sleeper, waiter;  // wl_sleep_for's and wl_wait_for_signal's truth
+  // The recording was made and both truths were printed (a test failure where not).
+  void expect_recorded() const;
+};
+
+// `perf offwake record OPTIONS -o DATA` of the two; `pinned`: wl_sleep on cpu 0 and
+// wl_condvar on cpu 1 (taskset), so that where a block ended is known.
+SleeperAndWaiter record_sleeper_and_waiter(const std::string& data, const std::string& options, bool pinned);
+
 }  // namespace offwake::test
