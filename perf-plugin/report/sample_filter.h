@@ -42,7 +42,7 @@ struct PercentRange {
 };
 
 // What --time selects: perf report's and perf script's forms (perf 6.1), each meaning what it
-// means there. Either absolute ranges, or percent ranges until resolve_percents() turns them
+// means there. Either absolute ranges, or percent ranges until prepare_selection() turns them
 // into absolute ones for a recording.
 struct TimeSelection {
   std::string text;  // as given, for the messages
