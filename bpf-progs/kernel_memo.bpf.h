@@ -538,9 +538,10 @@ static __always_inline int softirq_is_currents(const struct kstack_window *win, 
  * another): checked against its memo of its last one first, else unwound (bpf_get_stack)
  * into the stack store and remembered. Where the stack starts is the program's context: the
  * tracepoint's arguments, which the kernel keeps in its own frame (the program's own frame
- * may be on a private stack of the CPU's): `win`, the wakeup's waker_window(). In an interrupt (`irq`, irq_context()), or on this
- * CPU's interrupt stack, the interrupt's own frames (interrupt_kernel_stack); on any other
- * stack (an exception's), bpf_get_stackid()'s (current_stack). */
+ * may be on a private stack of the CPU's): `win`, the wakeup's waker_window(). In an
+ * interrupt (`irq`, irq_context()), or on this CPU's interrupt stack, the interrupt's own
+ * frames (interrupt_kernel_stack); on any other stack (an exception's), bpf_get_stackid()'s
+ * (current_stack). */
 static __always_inline __s64 waker_kernel_stack(void *ctx, __u32 slot, struct kstack_window *win, __u32 irq,
 						struct offwake_counters *c)
 {
