@@ -1,7 +1,6 @@
 // perf offwake report: the picture people look at. Reads a recording (file or stream) and
 // prints a table of blocked stacks with their wakers (--stdio, the default), folded stacks
 // (--folded), an interactive off-wake flame graph (--svg) or a pprof profile (--pprof).
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,15 +15,13 @@
 
 #include "commands/command.h"
 #include "commands/options.h"
+#include "commands/output_file.h"
 #include "commands/sample_options.h"
-#include "perfdata/sink.h"
-#include "perfdata/writer.h"
 #include "report/flamegraph.h"
 #include "report/folded.h"
 #include "report/pprof.h"
 #include "report/profile.h"
 #include "report/stdio_report.h"
-#include "util/fd.h"
 
 namespace offwake {
 namespace {
@@ -126,20 +123,6 @@ class ProgressReporter {
   int last_step_ = -1;
   bool shown_ = false;
 };
-
-// Writes `data` to `path` as a new 0600 file, through a temporary name that is removed unless
-// the whole file made it to disk (perf.data's PendingFile and FdSink).
-Status write_file(const std::string& path, const void* data, size_t size) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Error::from_errno("cannot create " + path);  // the user's name, not ours
-  perfdata::PendingFile pending(tmp);
-  perfdata::FdSink sink(std::move(fd), path, false);
-  OFFWAKE_TRY(sink.write({static_cast<const uint8_t*>(data), size}));
-  OFFWAKE_TRY(sink.flush());
-  if (fsync(sink.fd()) != 0) return Error::from_errno("writing " + path);
-  return pending.commit(path);
-}
 
 // write_file(), or standard output for "-".
 Status write_output(const std::string& path, const void* data, size_t size) {

@@ -3,13 +3,12 @@
 // off-wake keys to offwake-time samples.
 #include <signal.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 
 #include "commands/command.h"
 #include "commands/options.h"
+#include "commands/output_file.h"
 #include "commands/sample_options.h"
 #include "perfdata/reader.h"
 #include "report/sample_stream.h"
@@ -61,11 +60,9 @@ int usage_error(const std::string& message) { return offwake::usage_error("scrip
 // -g python: perf-script.py in the current directory, as perf script -g python writes it.
 int generate_script(const std::string& lang) {
   if (!script::is_python(lang)) return usage_error("-g '" + lang + "': the only script language is python");
-  FILE* out = fopen(script::kSkeletonFile, "w");
   const std::string text = script::python_skeleton();
-  const bool written = out && fwrite(text.data(), 1, text.size(), out) == text.size();
-  if (!out || fclose(out) != 0 || !written) {
-    fprintf(stderr, "perf offwake script: cannot write %s: %s\n", script::kSkeletonFile, strerror(errno));
+  if (Status s = write_file(script::kSkeletonFile, text.data(), text.size()); !s) {
+    fprintf(stderr, "perf offwake script: %s\n", s.error().message().c_str());
     return kExitFailure;
   }
   fprintf(stderr, "generated Python script: %s\n", script::kSkeletonFile);

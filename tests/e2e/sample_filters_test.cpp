@@ -2,6 +2,8 @@
 // --tid, -C/--cpu, --time: commands/sample_options.h, report/sample_filter.h) against the
 // workloads' truth and against Debian's perf script and perf report with the same options on
 // the same file; their refusals; and perf offwake script -g python's skeleton.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -427,6 +429,9 @@ TEST(ScriptSkeleton, GeneratedScriptRunsAsItIs) {
   ASSERT_EQ(generated.status, 0) << generated.err;
   EXPECT_EQ(generated.err, "generated Python script: perf-script.py\n");
   const std::string skeleton = here.file("perf-script.py");
+  struct stat st {};
+  ASSERT_EQ(stat(skeleton.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u) << "output files are the owner's only";
   for (const char* handler : {"def trace_begin(", "def process_event(param_dict)", "def trace_end("})
     EXPECT_NE(read_file(skeleton).find(handler), std::string::npos) << handler;
   auto ran = run(kOffwake + " script -i " + r.data + " -s " + skeleton);
