@@ -41,23 +41,28 @@ void UserUnwind::add_process(uint32_t pid, std::vector<unwind::CodeMapping>& out
   }
 }
 
-void UserUnwind::seed(const std::vector<uint32_t>& pids, bool all) {
-  const uint64_t t0 = steady_ns();
+// Tables for all the code these processes map now, every binary once, built by `threads`.
+void UserUnwind::map_processes(const std::vector<uint32_t>& pids, unsigned threads) {
   std::vector<std::pair<uint32_t, std::vector<unwind::CodeMapping>>> procs;
-  std::vector<uint32_t> targets = pids;
-  if (all)
-    for (pid_t pid : list_processes()) targets.push_back(static_cast<uint32_t>(pid));
-  for (uint32_t pid : targets) {
+  for (uint32_t pid : pids) {
     procs.emplace_back(pid, std::vector<unwind::CodeMapping>{});
     add_process(pid, procs.back().second);
   }
-  // Every binary once, on every CPU: the set-up of a system-wide recording.
   std::vector<unwind::BinaryRef> binaries;
   for (const auto& [pid, ms] : procs)
     for (const auto& m : ms) binaries.push_back(m.binary);
-  tables_.prepare(binaries, std::max(1u, std::thread::hardware_concurrency()));
+  tables_.prepare(binaries, threads);
   for (const auto& [pid, ms] : procs)
     if (!ms.empty()) processes_.map_all(pid, ms);
+}
+
+void UserUnwind::seed(const std::vector<uint32_t>& pids, bool all) {
+  const uint64_t t0 = steady_ns();
+  std::vector<uint32_t> targets = pids;
+  if (all)
+    for (pid_t pid : list_processes()) targets.push_back(static_cast<uint32_t>(pid));
+  // On every CPU: the set-up of a system-wide recording.
+  map_processes(targets, std::max(1u, std::thread::hardware_concurrency()));
   setup_ns_ += steady_ns() - t0;
 }
 
@@ -100,20 +105,18 @@ void UserUnwind::prepare_command(const std::string& path) {
 // cannot have them (gone) asks again, in vain. The targets ask too, in their first
 // milliseconds, before their MMAP2 records are read: they are followed already.
 void UserUnwind::serve_requests() {
+  std::vector<uint32_t> asking;
   for (uint32_t pid : maps_.requests()) {
     maps_.forget_request(pid);
     if (followed(pid)) continue;
-    const uint64_t t0 = steady_ns();
     asked_.insert(pid);
-    std::vector<unwind::CodeMapping> ms;
-    add_process(pid, ms);
-    std::vector<unwind::BinaryRef> binaries;
-    for (const auto& m : ms) binaries.push_back(m.binary);
-    tables_.prepare(binaries, 1);
-    if (!ms.empty()) processes_.map_all(pid, ms);
-    ++on_request_;
-    request_ns_ += steady_ns() - t0;
+    asking.push_back(pid);
   }
+  if (asking.empty()) return;
+  const uint64_t t0 = steady_ns();
+  map_processes(asking, 1);  // on the recorder's thread, between its reads
+  on_request_ += asking.size();
+  request_ns_ += steady_ns() - t0;
 }
 
 void UserUnwind::tracking(const perfdata::Record& r) {

@@ -42,6 +42,7 @@ class UserUnwind {
 
  private:
   void add_process(uint32_t pid, std::vector<unwind::CodeMapping>& out) const;
+  void map_processes(const std::vector<uint32_t>& pids, unsigned threads);
   // Whether a process's mappings are followed: a target, or one that asked.
   bool followed(uint32_t pid) const { return is_target_(pid) || asked_.count(pid); }
 
