@@ -192,12 +192,9 @@ Status Converter::run(const std::vector<std::string>& argv) {
   po.state_mask = *mask;
   set_durations(po, opt_.min_block_us, opt_.max_block_us, opt_.sample_period_us);
   // perf's tracepoint callchains start in the tracepoint's call (__traceiter_sched_switch),
-  // then the scheduler's own functions: both go, as in perf offwake record's stacks.
-  if (kallsyms_) {
-    auto symbols = std::make_shared<const Kallsyms>(*kallsyms_);
-    po.drop_leading_kernel = leading_frames_to_drop(symbols, opt_.sched_frames);
-    po.is_interrupt_entry = interrupt_entry_frames(symbols);
-  }
+  // then the scheduler's own functions: both go, as in perf offwake record's stacks; the
+  // interrupts' entry stubs tell whose softirq a wakeup is.
+  if (kallsyms_) use_kernel_symbols(po, std::make_shared<const Kallsyms>(*kallsyms_), opt_.sched_frames);
   po.is_kernel_thread = [this](uint32_t tid) { return is_kernel_thread(tid); };
   setup_unwinder(po);
   pairer_.emplace(std::move(po));

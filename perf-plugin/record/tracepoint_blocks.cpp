@@ -25,8 +25,9 @@ std::function<bool(uint64_t)> leading_frames_to_drop(std::shared_ptr<const Kalls
   };
 }
 
-std::function<bool(uint64_t)> interrupt_entry_frames(std::shared_ptr<const Kallsyms> kallsyms) {
-  return [kallsyms](uint64_t ip) {
+void use_kernel_symbols(sched::PairerOptions& pairer, std::shared_ptr<const Kallsyms> kallsyms, bool sched_frames) {
+  pairer.drop_leading_kernel = leading_frames_to_drop(kallsyms, sched_frames);
+  pairer.is_interrupt_entry = [kallsyms](uint64_t ip) {
     const KernelSymbol* sym = kallsyms->find(ip);
     return sym && is_interrupt_entry_stub(sym->name);
   };
@@ -224,9 +225,7 @@ Result<std::unique_ptr<BlockSource>> open_tracepoint_blocks(TracepointBlockOptio
     return decoder.error().context("reading the scheduler tracepoints' formats");
   auto kallsyms = Kallsyms::load();
   if (!kallsyms) return kallsyms.error().context("reading the kernel's symbols");
-  auto symbols = std::make_shared<const Kallsyms>(std::move(kallsyms).value());
-  o.pairer.drop_leading_kernel = leading_frames_to_drop(symbols, o.sched_frames);
-  o.pairer.is_interrupt_entry = interrupt_entry_frames(symbols);
+  use_kernel_symbols(o.pairer, std::make_shared<const Kallsyms>(std::move(kallsyms).value()), o.sched_frames);
   auto tp = sched::SchedTracepoints::open(std::move(decoder).value(), o.tracepoints);
   if (!tp) return tp.error();
   return std::unique_ptr<BlockSource>(new TracepointBlocks(std::move(tp).value(), std::move(o.pairer),

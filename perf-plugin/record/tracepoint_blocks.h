@@ -34,9 +34,10 @@ Result<std::unique_ptr<BlockSource>> open_tracepoint_blocks(TracepointBlockOptio
 // tracing machinery that reached the tracepoint and, unless `sched_frames`, the scheduler's
 // own functions (.sched.text, between __sched_text_start and __sched_text_end).
 std::function<bool(uint64_t ip)> leading_frames_to_drop(std::shared_ptr<const Kallsyms> kallsyms, bool sched_frames);
-// Whether a kernel frame is an interrupt's entry stub (is_interrupt_entry_stub), by its
-// symbol: PairerOptions::is_interrupt_entry.
-std::function<bool(uint64_t ip)> interrupt_entry_frames(std::shared_ptr<const Kallsyms> kallsyms);
+// What the pairer takes from the kernel's symbols, for the live back end and convert alike:
+// the leading frames that go (leading_frames_to_drop) and the interrupts' entry stubs
+// (is_interrupt_entry_stub: PairerOptions::is_interrupt_entry).
+void use_kernel_symbols(sched::PairerOptions& pairer, std::shared_ptr<const Kallsyms> kallsyms, bool sched_frames);
 
 // Whether `tid` is a kernel thread (PF_KTHREAD in /proc/<tid>/stat); false when it is gone.
 bool proc_is_kernel_thread(uint32_t tid);
