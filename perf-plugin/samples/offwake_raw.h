@@ -80,4 +80,10 @@ struct DecodedRaw {
 // would only append fields.
 std::optional<DecodedRaw> decode_offwake_raw(std::span<const uint8_t> raw);
 
+// How many blocks an offwake-time sample sums: its raw data's count, or one (a sample without
+// the raw data, or with a count of 0, stands for itself).
+inline uint64_t blocks_summed(const std::optional<DecodedRaw>& raw) {
+  return raw && raw->head.count ? raw->head.count : 1;
+}
+
 }  // namespace offwake

@@ -212,7 +212,7 @@ Status SampleDicts::add_offwake(PyObject* d, const perfdata::SampleRecord& block
 Status DictVisitor::offwake(const perfdata::EventDesc& event, const perfdata::SampleRecord& blocked,
                             const report::OffwakeGroup& group) {
   const std::optional<DecodedRaw> raw = decode_offwake_raw(blocked.raw);
-  auto kept = filter_.keeps(blocked, raw && raw->head.count ? raw->head.count : 1);
+  auto kept = filter_.keeps(blocked, blocks_summed(raw));
   if (!kept) return kept.error();
   if (!*kept) return ok_status();
   auto dict = dicts_.build(event, blocked);
