@@ -18,7 +18,9 @@
 #ifndef WL_COMMON_H
 #define WL_COMMON_H
 
+#include <fcntl.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -146,6 +148,47 @@ static inline void wl_pause_ms(long ms)
 	while (nanosleep(&ts, &ts) != 0)
 		;
 }
+
+#ifdef _GNU_SOURCE /* sched_yield, in the waits below */
+/* Returns once *DONE reaches N: the wakee is done with the call the waker ended last. /proc
+ * alone would not do: a task being woken (TASK_WAKING, not yet on a CPU) is still in its call
+ * for /proc, and a waker that took it for the next call would wake that one before it began. */
+static inline void wl_await_count(_Atomic long *done, long n)
+{
+	while (atomic_load(done) < n)
+		sched_yield();
+}
+
+/* Returns once thread TID of process PID sleeps in system call NR (with FD as its first argument
+ * if FD >= 0): /proc/PID/task/TID/syscall names the call of a task that is off the CPU, and
+ * says "running" otherwise. */
+static inline void wl_await_sleep(int pid, int tid, long nr, int fd)
+{
+	char path[64], buf[256], want[64];
+
+	snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", pid, tid);
+	if (fd >= 0)
+		snprintf(want, sizeof want, "%ld 0x%x ", nr, fd);
+	else
+		snprintf(want, sizeof want, "%ld ", nr);
+	for (;;) {
+		int f = open(path, O_RDONLY);
+		ssize_t n;
+
+		if (f < 0)
+			exit(5);
+		n = read(f, buf, sizeof buf - 1);
+		close(f);
+		if (n > 0) {
+			buf[n] = 0;
+			if (strncmp(buf, want, strlen(want)) == 0)
+				return;
+		}
+		sched_yield();
+	}
+}
+
+#endif /* _GNU_SOURCE */
 
 /* -g: says "ready pid=PID" and waits for SIGUSR1, so that recorders can attach to the process
  * (or this one of its processes) before it does anything they should see. SIGUSR1 stays

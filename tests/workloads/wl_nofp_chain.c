@@ -20,7 +20,7 @@
  *
  * A waker waits until its wakee is done with the call it ended last (a count in shared memory)
  * and sleeps in the one it will end (/proc says which system call, and on what file
- * descriptor: nofp_await_sleep) before its pause: every round is one block of the wakee's, of
+ * descriptor: wl_await_sleep) before its pause: every round is one block of the wakee's, of
  * at least MS milliseconds, whatever the load. It spins (sched_yield) for that, so that the
  * only blocks of each thread are the ones it times.
  *
@@ -102,44 +102,6 @@ static uint64_t nofp_chain(long depth, uint64_t (*run)(const struct nofp_job *),
 	struct nofp_job job = { run, seed };
 
 	return nofp_chain_a(depth - 1, &job);
-}
-
-/* Returns once *DONE reaches N: the wakee is done with the call the waker ended last. /proc
- * alone would not do: a task being woken (TASK_WAKING, not yet on a CPU) is still in its call
- * for /proc, and a waker that took it for the next call would wake that one before it began. */
-static void nofp_await_count(_Atomic long *done, long n)
-{
-	while (atomic_load(done) < n)
-		sched_yield();
-}
-
-/* Returns once thread TID of process PID sleeps in system call NR (with FD as its first argument
- * if FD >= 0): /proc/PID/task/TID/syscall names the call of a task that is off the CPU, and
- * says "running" otherwise. */
-static void nofp_await_sleep(int pid, int tid, long nr, int fd)
-{
-	char path[64], buf[256], want[64];
-
-	snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", pid, tid);
-	if (fd >= 0)
-		snprintf(want, sizeof want, "%ld 0x%x ", nr, fd);
-	else
-		snprintf(want, sizeof want, "%ld ", nr);
-	for (;;) {
-		int f = open(path, O_RDONLY);
-		ssize_t n;
-
-		if (f < 0)
-			exit(5);
-		n = read(f, buf, sizeof buf - 1);
-		close(f);
-		if (n > 0) {
-			buf[n] = 0;
-			if (strncmp(buf, want, strlen(want)) == 0)
-				return;
-		}
-		sched_yield();
-	}
 }
 
 /* nanosleep() for MS milliseconds; returns the time blocked. */
@@ -291,14 +253,14 @@ static uint64_t poker_job(const struct nofp_job *job)
 
 	/* The signalled thread's two reads alternate on two descriptors: /proc tells them apart. */
 	for (i = 0; i < g_count; i++) {
-		nofp_await_count(&g_rounds->sem_waits, i);
-		nofp_await_sleep(g_pid, blocked, SYS_futex, -1);
+		wl_await_count(&g_rounds->sem_waits, i);
+		wl_await_sleep(g_pid, blocked, SYS_futex, -1);
 		g_poker_pause_ns += nofp_pause(g_ms);
 		nofp_post(&g_sem);
-		nofp_await_sleep(g_pid, signalled, SYS_read, g_idle_pipe[0]);
+		wl_await_sleep(g_pid, signalled, SYS_read, g_idle_pipe[0]);
 		g_poker_pause_ns += nofp_pause(g_ms);
 		nofp_signal(g_signalled);
-		nofp_await_sleep(g_pid, signalled, SYS_read, g_handler_pipe[0]);
+		wl_await_sleep(g_pid, signalled, SYS_read, g_handler_pipe[0]);
 		g_poker_pause_ns += nofp_pause(g_ms);
 		nofp_handler_write(g_handler_pipe[1]);
 	}
@@ -327,8 +289,8 @@ static uint64_t writer_job(const struct nofp_job *job)
 	long i;
 
 	for (i = 0; i < g_count; i++) {
-		nofp_await_count(&g_rounds->reads, i);
-		nofp_await_sleep(g_pid, blocked, SYS_read, g_data_pipe[0]);
+		wl_await_count(&g_rounds->reads, i);
+		wl_await_sleep(g_pid, blocked, SYS_read, g_data_pipe[0]);
 		paused += nofp_pause(g_ms);
 		nofp_write(g_data_pipe[1]);
 	}
