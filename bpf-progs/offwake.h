@@ -226,7 +226,8 @@ enum offwake_walk_end {
 	                               * return address is no user address: with frame pointers,
 	                               * the usual end in code built without them */
 	OFFWAKE_WALK_UNREADABLE = 3,  /* the stack could not be read there (not present) */
-	OFFWAKE_WALK_NO_ROW = 4,      /* tables: no FDE covers the pc */
+	OFFWAKE_WALK_NO_ROW = 4,      /* tables: no FDE covers the pc, and its frame pointer gave
+	                               * no caller */
 	OFFWAKE_WALK_EXPRESSION = 5,  /* tables: a DWARF expression the walker does not follow */
 	OFFWAKE_WALK_UNSUPPORTED = 6, /* tables: a rule the walker does not follow */
 	OFFWAKE_WALK_ENDS = 7,

@@ -61,19 +61,23 @@ static __always_inline int follows_call(struct walk_ctx *w, __u64 ret, int other
 /* By frame pointer: {caller's rbp, return address} at rbp. A zero rbp is the outermost frame
  * (_start and a new thread clear it). With --user-walker=auto this is the way only for code
  * without a table: a process that started a moment ago, a binary whose table is still being
- * built, JIT code; most of that has no frame pointers, so a return address that follows no
- * call ends the walk there (a bad frame), rather than give a word of data as a caller. */
-static __always_inline long fp_step(struct walk_ctx *w, int other_task)
+ * built, JIT code; and code that has a table but no row for the pc (code without CFI in a
+ * binary with it: V8's builtins in node, hand-written assembly), as libdw's unwinder does. Most
+ * of that has no frame pointers, so a return address that follows no call ends the walk there,
+ * rather than give a word of data as a caller. `no_row`: the frame's pc had a table but no
+ * row; a walk that cannot go on from it ends OFFWAKE_WALK_NO_ROW, whatever stopped it (a zero
+ * rbp there is no outermost frame). */
+static __always_inline long fp_step(struct walk_ctx *w, int other_task, int no_row)
 {
 	__u64 fp = w->bp, next, ret;
 	__u32 err;
 
 	if (!fp)
-		return walk_end(w, OFFWAKE_WALK_COMPLETE);
+		return walk_end(w, no_row ? OFFWAKE_WALK_NO_ROW : OFFWAKE_WALK_COMPLETE);
 	if ((err = stack_word(w, fp, &next, other_task, 1)) || (err = stack_word(w, fp + 8, &ret, other_task, 1)))
-		return walk_end(w, err);
+		return walk_end(w, no_row ? OFFWAKE_WALK_NO_ROW : err);
 	if (cfg.unwind_tables && !follows_call(w, ret, other_task))
-		return walk_end(w, OFFWAKE_WALK_BAD_FRAME);
+		return walk_end(w, no_row ? OFFWAKE_WALK_NO_ROW : OFFWAKE_WALK_BAD_FRAME);
 	return next_frame(w, ret, fp + 16, next, 0);
 }
 
@@ -99,8 +103,6 @@ static __always_inline long table_step(struct walk_ctx *w, __u32 rule, int other
 		    (err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RIP, &ret, other_task, 1)))
 			return walk_end(w, err);
 		return next_frame(w, ret, sp, bp, 1);
-	case OFFWAKE_UNWIND_NONE:
-		return walk_end(w, OFFWAKE_WALK_NO_ROW);
 	case OFFWAKE_UNWIND_EXPRESSION:
 		return walk_end(w, OFFWAKE_WALK_EXPRESSION);
 	default:
@@ -115,7 +117,7 @@ static __always_inline long table_step(struct walk_ctx *w, __u32 rule, int other
 	return next_frame(w, ret, cfa, bp, 0);
 }
 
-/* One frame, by the tables where the pc has one, else by frame pointer. */
+/* One frame, by the row of the tables where the pc has one, else by frame pointer. */
 static __always_inline long walk_step(struct walk_ctx *w, int other_task)
 {
 	__u64 found;
@@ -129,13 +131,14 @@ static __always_inline long walk_step(struct walk_ctx *w, int other_task)
 		/* Added, not branched on: two counters that branch make the verifier follow every
 		 * mix of their values through the loop. The searches are the frames left. */
 		w->cache_hits += found >> 32;
-		if (rule != UNWIND_BY_FP) {
+		if (rule != UNWIND_BY_FP && offwake_unwind_kind(rule) != OFFWAKE_UNWIND_NONE) {
 			w->table_frames++;
 			return table_step(w, rule, other_task);
 		}
 		w->fp_frames++;
+		return fp_step(w, other_task, rule != UNWIND_BY_FP);
 	}
-	return fp_step(w, other_task);
+	return fp_step(w, other_task, 0);
 }
 
 static long walk_frame(__u32 i, void *data)

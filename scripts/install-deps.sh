@@ -36,6 +36,7 @@ test_packages=(
   # Debian's own such software under load, and the C library's full symbol table, so that perf
   # script names start_thread, clone3 and __libc_start_call_main, where stacks must end.
   nginx wrk libc6-dbg
+  nodejs  # code without CFI (V8's builtins) and JIT frames, walked by frame pointer
 )
 bench_packages=(
   # The benchmark's real database: it makes its own cluster in a temporary directory with

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -354,6 +355,147 @@ TEST(CompleteStacks, OwnWorkloadFoldedReportReachesMain) {
   RunResult folded = run(kOffwake + " report --folded -i " + dir.file("perf.data"));
   ASSERT_EQ(folded.status, 0) << folded.err;
   EXPECT_NE(folded.out.find(";main;"), std::string::npos) << folded.out;
+}
+
+// The index of `sym` in `syms` (leaf first) from `from` on, or its size.
+size_t index_of_sym(const std::vector<std::string>& syms, const std::string& sym, size_t from = 0) {
+  const auto at = std::find(syms.begin() + static_cast<std::ptrdiff_t>(std::min(from, syms.size())), syms.end(), sym);
+  return static_cast<size_t>(at - syms.begin());
+}
+
+// The user frames of a sample, by name, leaf first.
+std::vector<std::string> user_syms(const ScriptSample& s) {
+  std::vector<std::string> out;
+  for (const ScriptFrame& f : s.frames)
+    if (!f.kernel()) out.push_back(f.sym);
+  return out;
+}
+
+// Whether `stack` (leaf first) holds `chain` as consecutive frames.
+bool holds_chain(const std::vector<std::string>& stack, const std::vector<std::string>& chain) {
+  return std::search(stack.begin(), stack.end(), chain.begin(), chain.end()) != stack.end();
+}
+
+// The [start, end) ranges that the FDEs of .eh_frame and .debug_frame of `binary` cover.
+std::vector<std::pair<uint64_t, uint64_t>> fde_ranges(const std::string& binary) {
+  RunResult r = run("readelf --debug-dump=frames " + binary);
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    const size_t pc = line.find(" FDE ");
+    const size_t at = line.find("pc=", pc == std::string::npos ? line.size() : pc);
+    if (at == std::string::npos) continue;
+    const size_t dots = line.find("..", at);
+    if (dots == std::string::npos) continue;
+    out.emplace_back(std::stoull(line.substr(at + 3, dots - at - 3), nullptr, 16),
+                     std::stoull(line.substr(dots + 2), nullptr, 16));
+  }
+  return out;
+}
+
+// wl_no_cfi: two functions with frame pointers and no unwind information at all, one in the
+// blocked thread's stack and one in the waker's, between functions built without frame
+// pointers and with CFI. A walk by the tables finds no row for their pcs and goes on by their
+// frame pointer, as libdw's unwinder does: complete stacks through them, blocked and waker, with
+// the blocked thread's time within 5% of what it measured and its blocks counted exactly. The
+// same from the walk at switch-out, from the one deferred to the way back to user space
+// (--min-block), and from the tracepoint back end's stack copies unwound by libdw. Before the
+// walker took that way, its stacks ended at nocfi_middle ("no unwind row").
+TEST(CompleteStacks, CodeWithoutUnwindRowsIsWalkedByItsFramePointer) {
+  const std::string binary = kWorkloads + "wl_no_cfi";
+  RunResult nm = run("nm " + binary);
+  ASSERT_EQ(nm.status, 0) << nm.err;
+  const auto fdes = fde_ranges(binary);
+  ASSERT_GT(fdes.size(), 5u);
+  auto covered = [&](const std::string& function) {
+    const size_t at = nm.out.find(" T " + function + "\n");
+    EXPECT_NE(at, std::string::npos) << function << " is not one function";
+    if (at == std::string::npos) return false;
+    const uint64_t addr = std::stoull(nm.out.substr(nm.out.rfind('\n', at) + 1, 16), nullptr, 16);
+    return std::any_of(fdes.begin(), fdes.end(), [&](const auto& r) { return addr >= r.first && addr < r.second; });
+  };
+  EXPECT_FALSE(covered("nocfi_middle"));
+  EXPECT_FALSE(covered("nocfi_poke_middle"));
+  EXPECT_TRUE(covered("nocfi_wait"));
+  EXPECT_TRUE(covered("nocfi_waker"));
+
+  const std::vector<std::string> blocked_chain = {"nocfi_wait", "nocfi_middle", "nocfi_outer", "main"};
+  const std::vector<std::string> waker_chain = {"nocfi_poke", "nocfi_poke_middle", "nocfi_waker", "start_thread"};
+  for (const char* mode : {"--backend bpf", "--backend bpf --min-block 1000", "--backend tracepoint --call-graph dwarf"}) {
+    SCOPED_TRACE(mode);
+    TempDir dir;
+    RecordRun r = record_and_script(dir, std::string(mode) + " -- " + binary + " -n 10 -m 10");
+    expect_clean(r);
+    ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
+    const Truth& t = r.truth[0];
+    Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
+    EXPECT_TRUE(b.counted) << "a sample without its count of blocks";
+    EXPECT_EQ(b.count, t.count) << "blocks recorded in " << t.function << " against the workload's count";
+    expect_function_time(static_cast<double>(b.ns), t.blocked_ns, t.count, r.record.err, t.function);
+    uint64_t complete_ns = 0, waker_complete_ns = 0;
+    std::string odd;
+    for (const ScriptSample* s : b.blocked) {
+      const auto stack = user_syms(*s);
+      if (holds_chain(stack, blocked_chain)) complete_ns += s->period;
+      else odd += "\n  blocked: " + ::testing::PrintToString(stack);
+    }
+    for (const ScriptSample* w : b.wakers) {
+      const auto stack = user_syms(*w);
+      if (w->tid == t.waker_tid && holds_chain(stack, waker_chain)) waker_complete_ns += w->period;
+      else odd += "\n  waker " + std::to_string(w->tid) + ": " + ::testing::PrintToString(stack);
+    }
+    EXPECT_EQ(complete_ns, b.ns) << odd << "\n" << r.record.err;
+    EXPECT_EQ(waker_complete_ns, b.ns) << odd;
+  }
+}
+
+// The index of the first of `syms` (leaf first) from `from` on that contains `part`, or its size.
+size_t index_containing(const std::vector<std::string>& syms, const std::string& part, size_t from = 0) {
+  for (size_t i = from; i < syms.size(); ++i)
+    if (syms[i].find(part) != std::string::npos) return i;
+  return syms.size();
+}
+
+// Node.js: V8's builtins have no CFI and its interpreter's frames lie in no binary; both keep
+// frame pointers. The main thread's waits in Atomics.wait() (wl_node_atomics.js, timed by the
+// script) have complete stacks: the wait's C++ (with CFI), the builtin that called it (no row),
+// the script's functions offwakeWait and offwakeOuter (named from node's /tmp/perf-PID.map by Debian's perf script), V8's
+// C++ again, down to the C library's start; their time within 5% of the script's, and as many
+// blocks as waits. Before the walker went on by frame pointer where a pc has no row, every such
+// stack ended at Builtins_CEntry_Return1_ArgvOnStack_BuiltinExit.
+TEST(CompleteStacks, NodeStacksGoThroughV8BuiltinsToTheScriptsFunctions) {
+  const std::string node = "/usr/bin/node";
+  ASSERT_EQ(access(node.c_str(), X_OK), 0) << node << " missing: scripts/install-deps.sh installs it";
+  TempDir dir;
+  // --perf-basic-prof writes a log of V8's too, into the current directory unless told.
+  RecordRun r = record_and_script(dir, "--backend bpf -- " + node + " --perf-basic-prof --interpreted-frames-native-stack" +
+                                           " --no-logfile-per-isolate --logfile=" + dir.file("v8.log") + " " +
+                                           OFFWAKE_SOURCE_DIR + "/tests/workloads/wl_node_atomics.js -n 30 -m 5");
+  ASSERT_EQ(r.truth.size(), 1u) << r.record.out << r.record.err;
+  const Truth& t = r.truth[0];
+  std::remove(("/tmp/perf-" + std::to_string(t.tid) + ".map").c_str());  // node leaves it
+  expect_clean(r);
+  uint64_t ns = 0, blocks = 0, complete_ns = 0;
+  std::string odd;
+  for (const ScriptSample& s : r.samples) {
+    if (s.event != "offwake-time" || s.tid != t.tid || !s.has_frame(t.function)) continue;
+    const auto stack = user_syms(s);
+    const size_t wait = index_of_sym(stack, t.function), own = index_containing(stack, "offwakeWait", wait),
+                 caller = index_containing(stack, "offwakeOuter", own), start = index_of_sym(stack, "node::Start", caller);
+    if (caller == stack.size()) {  // the wait before, not counted; or a stack that ends before the script's frames
+      if (odd.size() < 4000) odd += "\n  " + std::to_string(s.period) + " ns: " + ::testing::PrintToString(stack);
+      continue;
+    }
+    ns += s.period;
+    blocks += blocks_of(s);
+    if (start < stack.size() && index_of_sym(stack, "__libc_start_call_main", start) < stack.size()) complete_ns += s.period;
+    else if (odd.size() < 4000) odd += "\n  " + ::testing::PrintToString(stack);
+  }
+  expect_function_time(static_cast<double>(ns), t.blocked_ns, t.count, r.record.err, t.function + odd);
+  EXPECT_EQ(blocks, t.count) << "blocks in " << t.function << " under offwakeOuter against the script's waits" << odd;
+  EXPECT_EQ(complete_ns, ns) << "stacks that do not go from the wait through offwakeWait and offwakeOuter to the C library's start:"
+                             << odd << "\n" << r.record.err;
 }
 
 // The lazy capture (--min-block: user stacks walked on the way back to user space, by a task
