@@ -235,12 +235,10 @@ void BlockPairer::waking(const SchedEvent& e) {
 // interrupt's entry in its kernel callchain.
 bool BlockPairer::softirq_is_tasks(const SchedEvent& e) const {
   if (!opt_.is_interrupt_entry) return false;
-  bool interrupt_below = false;
-  for (const Frame& f : e.callchain.frames())
-    if (f.context == FrameContext::kKernel && opt_.is_interrupt_entry(f.ip)) {
-      interrupt_below = true;
-      break;
-    }
+  const auto& frames = e.callchain.frames();
+  const bool interrupt_below = std::any_of(frames.begin(), frames.end(), [&](const Frame& f) {
+    return f.context == FrameContext::kKernel && opt_.is_interrupt_entry(f.ip);
+  });
   return offwake_softirq_is_tasks(interrupt_below, kernel_thread(e.tid));
 }
 
