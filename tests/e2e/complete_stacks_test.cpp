@@ -460,10 +460,10 @@ size_t index_containing(const std::vector<std::string>& syms, const std::string&
 // Node.js: V8's builtins have no CFI and its interpreter's frames lie in no binary; both keep
 // frame pointers. The main thread's waits in Atomics.wait() (wl_node_atomics.js, timed by the
 // script) have complete stacks: the wait's C++ (with CFI), the builtin that called it (no row),
-// the script's functions offwakeWait and offwakeOuter (named from node's /tmp/perf-PID.map by Debian's perf script), V8's
-// C++ again, down to the C library's start; their time within 5% of the script's, and as many
-// blocks as waits. Before the walker went on by frame pointer where a pc has no row, every such
-// stack ended at Builtins_CEntry_Return1_ArgvOnStack_BuiltinExit.
+// the script's functions offwakeWait and offwakeOuter (named from node's /tmp/perf-PID.map by
+// Debian's perf script), V8's C++ again, down to the C library's start; their time within 5% of
+// the script's, and as many blocks as waits. Before the walker went on by frame pointer where a
+// pc has no row, every such stack ended at Builtins_CEntry_Return1_ArgvOnStack_BuiltinExit.
 TEST(CompleteStacks, NodeStacksGoThroughV8BuiltinsToTheScriptsFunctions) {
   const std::string node = "/usr/bin/node";
   ASSERT_EQ(access(node.c_str(), X_OK), 0) << node << " missing: scripts/install-deps.sh installs it";
@@ -483,7 +483,8 @@ TEST(CompleteStacks, NodeStacksGoThroughV8BuiltinsToTheScriptsFunctions) {
     const auto stack = user_syms(s);
     const size_t wait = index_of_sym(stack, t.function), own = index_containing(stack, "offwakeWait", wait),
                  caller = index_containing(stack, "offwakeOuter", own), start = index_of_sym(stack, "node::Start", caller);
-    if (caller == stack.size()) {  // the wait before, not counted; or a stack that ends before the script's frames
+    // The wait before offwakeOuter's, not counted; or a stack that ends before the script's frames.
+    if (caller == stack.size()) {
       if (odd.size() < 4000) odd += "\n  " + std::to_string(s.period) + " ns: " + ::testing::PrintToString(stack);
       continue;
     }
@@ -494,7 +495,8 @@ TEST(CompleteStacks, NodeStacksGoThroughV8BuiltinsToTheScriptsFunctions) {
   }
   expect_function_time(static_cast<double>(ns), t.blocked_ns, t.count, r.record.err, t.function + odd);
   EXPECT_EQ(blocks, t.count) << "blocks in " << t.function << " under offwakeOuter against the script's waits" << odd;
-  EXPECT_EQ(complete_ns, ns) << "stacks that do not go from the wait through offwakeWait and offwakeOuter to the C library's start:"
+  EXPECT_EQ(complete_ns, ns) << "stacks that do not go from the wait through offwakeWait and offwakeOuter to the C "
+                                "library's start:"
                              << odd << "\n" << r.record.err;
 }
 
