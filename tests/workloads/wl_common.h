@@ -20,8 +20,8 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,7 +187,6 @@ static inline void wl_await_sleep(int pid, int tid, long nr, int fd)
 		sched_yield();
 	}
 }
-
 #endif /* _GNU_SOURCE */
 
 /* -g: says "ready pid=PID" and waits for SIGUSR1, so that recorders can attach to the process
