@@ -107,7 +107,8 @@ class ProfileBuilder : public SampleVisitor {
     if (group.cut_short()) ++profile_.chains_cut_short;
     const std::optional<DecodedRaw> raw = decode_offwake_raw(blocked.raw);
     const bool has_raw = raw.has_value();
-    auto kept = filter_.keeps(blocked, blocks_summed(raw));
+    const uint64_t count = blocks_summed(raw);
+    auto kept = filter_.keeps(blocked, count);
     if (!kept) return kept.error();
     if (!*kept) return ok_status();
     PartsKey key{Kind::kOffCpu, thread_id(blocked), frames_id(blocked), 0, 0,
@@ -125,7 +126,6 @@ class ProfileBuilder : public SampleVisitor {
       if (group.cut_short()) key.chain_end = kChainCutShort;
       else if (group.chain_end) key.chain_end = offwake_chain_end_name(group.chain_end);
     }
-    const uint64_t count = blocks_summed(raw);
     double variance = 0;
     if (has_raw && raw->head.sample_period_ns) {
       variance = sampled_variance(raw->head.sample_period_ns, raw->head.sampled, raw->head.sampled_ns);
