@@ -33,6 +33,7 @@
 #include "support/spawned.h"
 #include "support/truth.h"
 #include "support/user_stacks.h"
+#include "unwind/readelf_frames.h"
 
 namespace offwake::test {
 namespace {
@@ -357,41 +358,18 @@ TEST(CompleteStacks, OwnWorkloadFoldedReportReachesMain) {
   EXPECT_NE(folded.out.find(";main;"), std::string::npos) << folded.out;
 }
 
-// The index of `sym` in `syms` (leaf first) from `from` on, or its size.
-size_t index_of_sym(const std::vector<std::string>& syms, const std::string& sym, size_t from = 0) {
-  const auto at = std::find(syms.begin() + static_cast<std::ptrdiff_t>(std::min(from, syms.size())), syms.end(), sym);
-  return static_cast<size_t>(at - syms.begin());
-}
-
-// The user frames of a sample, by name, leaf first.
-std::vector<std::string> user_syms(const ScriptSample& s) {
-  std::vector<std::string> out;
+// The user frames of a sample, leaf first, as the comparisons above hold them.
+UserStack user_stack(const ScriptSample& s) {
+  UserStack out;
   for (const ScriptFrame& f : s.frames)
-    if (!f.kernel()) out.push_back(f.sym);
+    if (!f.kernel()) out.push_back({f.ip, f.sym, ""});
   return out;
 }
 
-// Whether `stack` (leaf first) holds `chain` as consecutive frames.
-bool holds_chain(const std::vector<std::string>& stack, const std::vector<std::string>& chain) {
-  return std::search(stack.begin(), stack.end(), chain.begin(), chain.end()) != stack.end();
-}
-
-// The [start, end) ranges that the FDEs of .eh_frame and .debug_frame of `binary` cover.
-std::vector<std::pair<uint64_t, uint64_t>> fde_ranges(const std::string& binary) {
-  RunResult r = run("readelf --debug-dump=frames " + binary);
-  EXPECT_EQ(r.status, 0) << r.err;
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);) {
-    const size_t pc = line.find(" FDE ");
-    const size_t at = line.find("pc=", pc == std::string::npos ? line.size() : pc);
-    if (at == std::string::npos) continue;
-    const size_t dots = line.find("..", at);
-    if (dots == std::string::npos) continue;
-    out.emplace_back(std::stoull(line.substr(at + 3, dots - at - 3), nullptr, 16),
-                     std::stoull(line.substr(dots + 2), nullptr, 16));
-  }
-  return out;
+// Whether `stack` holds frames named `chain` (leaf first), one after the other.
+bool holds_chain(const UserStack& stack, const std::vector<std::string>& chain) {
+  return std::search(stack.begin(), stack.end(), chain.begin(), chain.end(),
+                     [](const StackFrame& f, const std::string& sym) { return f.sym == sym; }) != stack.end();
 }
 
 // wl_no_cfi: two functions with frame pointers and no unwind information at all, one in the
@@ -406,14 +384,15 @@ TEST(CompleteStacks, CodeWithoutUnwindRowsIsWalkedByItsFramePointer) {
   const std::string binary = kWorkloads + "wl_no_cfi";
   RunResult nm = run("nm " + binary);
   ASSERT_EQ(nm.status, 0) << nm.err;
-  const auto fdes = fde_ranges(binary);
-  ASSERT_GT(fdes.size(), 5u);
+  std::string error;
+  const std::vector<ReadelfFde> fdes = readelf_frames(binary, &error);  // .eh_frame's and .debug_frame's
+  ASSERT_GT(fdes.size(), 5u) << error;
   auto covered = [&](const std::string& function) {
     const size_t at = nm.out.find(" T " + function + "\n");
     EXPECT_NE(at, std::string::npos) << function << " is not one function";
     if (at == std::string::npos) return false;
     const uint64_t addr = std::stoull(nm.out.substr(nm.out.rfind('\n', at) + 1, 16), nullptr, 16);
-    return std::any_of(fdes.begin(), fdes.end(), [&](const auto& r) { return addr >= r.first && addr < r.second; });
+    return std::any_of(fdes.begin(), fdes.end(), [&](const ReadelfFde& f) { return addr >= f.start && addr < f.end; });
   };
   EXPECT_FALSE(covered("nocfi_middle"));
   EXPECT_FALSE(covered("nocfi_poke_middle"));
@@ -436,25 +415,25 @@ TEST(CompleteStacks, CodeWithoutUnwindRowsIsWalkedByItsFramePointer) {
     uint64_t complete_ns = 0, waker_complete_ns = 0;
     std::string odd;
     for (const ScriptSample* s : b.blocked) {
-      const auto stack = user_syms(*s);
+      const UserStack stack = user_stack(*s);
       if (holds_chain(stack, blocked_chain)) complete_ns += s->period;
-      else odd += "\n  blocked: " + ::testing::PrintToString(stack);
+      else odd += "\n  blocked: " + describe(stack);
     }
     for (const ScriptSample* w : b.wakers) {
-      const auto stack = user_syms(*w);
+      const UserStack stack = user_stack(*w);
       if (w->tid == t.waker_tid && holds_chain(stack, waker_chain)) waker_complete_ns += w->period;
-      else odd += "\n  waker " + std::to_string(w->tid) + ": " + ::testing::PrintToString(stack);
+      else odd += "\n  waker " + std::to_string(w->tid) + ": " + describe(stack);
     }
     EXPECT_EQ(complete_ns, b.ns) << odd << "\n" << r.record.err;
     EXPECT_EQ(waker_complete_ns, b.ns) << odd;
   }
 }
 
-// The index of the first of `syms` (leaf first) from `from` on that contains `part`, or its size.
-size_t index_containing(const std::vector<std::string>& syms, const std::string& part, size_t from = 0) {
-  for (size_t i = from; i < syms.size(); ++i)
-    if (syms[i].find(part) != std::string::npos) return i;
-  return syms.size();
+// index_of() for a frame whose name contains `part` (a JIT frame's name holds its source too).
+size_t index_containing(const UserStack& s, const std::string& part, size_t from = 0) {
+  for (size_t i = from; i < s.size(); ++i)
+    if (s[i].sym.find(part) != std::string::npos) return i;
+  return s.size();
 }
 
 // Node.js: V8's builtins have no CFI and its interpreter's frames lie in no binary; both keep
@@ -480,18 +459,18 @@ TEST(CompleteStacks, NodeStacksGoThroughV8BuiltinsToTheScriptsFunctions) {
   std::string odd;
   for (const ScriptSample& s : r.samples) {
     if (s.event != "offwake-time" || s.tid != t.tid || !s.has_frame(t.function)) continue;
-    const auto stack = user_syms(s);
-    const size_t wait = index_of_sym(stack, t.function), own = index_containing(stack, "offwakeWait", wait),
-                 caller = index_containing(stack, "offwakeOuter", own), start = index_of_sym(stack, "node::Start", caller);
+    const UserStack stack = user_stack(s);
+    const size_t wait = index_of(stack, t.function), own = index_containing(stack, "offwakeWait", wait),
+                 caller = index_containing(stack, "offwakeOuter", own), start = index_of(stack, "node::Start", caller);
     // The wait before offwakeOuter's, not counted; or a stack that ends before the script's frames.
     if (caller == stack.size()) {
-      if (odd.size() < 4000) odd += "\n  " + std::to_string(s.period) + " ns: " + ::testing::PrintToString(stack);
+      if (odd.size() < 4000) odd += "\n  " + std::to_string(s.period) + " ns: " + describe(stack);
       continue;
     }
     ns += s.period;
     blocks += blocks_of(s);
-    if (start < stack.size() && index_of_sym(stack, "__libc_start_call_main", start) < stack.size()) complete_ns += s.period;
-    else if (odd.size() < 4000) odd += "\n  " + ::testing::PrintToString(stack);
+    if (start < stack.size() && index_of(stack, "__libc_start_call_main", start) < stack.size()) complete_ns += s.period;
+    else if (odd.size() < 4000) odd += "\n  " + describe(stack);
   }
   expect_function_time(static_cast<double>(ns), t.blocked_ns, t.count, r.record.err, t.function + odd);
   EXPECT_EQ(blocks, t.count) << "blocks in " << t.function << " under offwakeOuter against the script's waits" << odd;
