@@ -152,11 +152,13 @@ void expect_threads_within_truth(const ReleasedRun& r, bool exact_counts) {
   std::vector<ScriptSample> samples = parse_perf_script(script.out);
   add_block_counts(samples, r.rec.offwake_data);
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> truth, recorded;  // tid -> ns, blocks
+  std::map<uint32_t, std::string> functions;                            // tid -> its timed calls
   const std::set<uint32_t> ours = tids_of(r.perf, r.pid);
   for (const Truth& t : r.truth) {
     if (!ours.count(t.tid)) continue;  // another process's (a waker's)
     truth[t.tid].first += t.blocked_ns;
     truth[t.tid].second += t.count;
+    functions[t.tid] += " " + t.function;
   }
   ASSERT_FALSE(truth.empty()) << r.out;
   for (const ScriptSample& s : samples) {
@@ -165,8 +167,11 @@ void expect_threads_within_truth(const ReleasedRun& r, bool exact_counts) {
     recorded[s.tid].second += blocks_of(s);
   }
   for (const auto& [tid, t] : truth) {
-    SCOPED_TRACE("thread " + std::to_string(tid));
-    expect_within_5_percent(recorded[tid].first, t.first, "blocked time of thread " + std::to_string(tid));
+    const std::string figures = "thread " + std::to_string(tid) + " (" + functions[tid] + " ): recorded " +
+                                std::to_string(recorded[tid].first) + " ns in " + std::to_string(recorded[tid].second) +
+                                " blocks, timed " + std::to_string(t.first) + " ns in " + std::to_string(t.second);
+    std::cout << figures << "\n";  // in the test's log, passed or failed
+    expect_within_5_percent(recorded[tid].first, t.first, figures);
     if (exact_counts) EXPECT_EQ(recorded[tid].second, t.second) << "blocks of thread " << tid;
     else EXPECT_GE(recorded[tid].second, t.second) << "blocks of thread " << tid;
   }
@@ -546,14 +551,20 @@ TEST(CompleteStacks, LazyAndEagerTakeTheSameCompleteStacks) {
 // Debian's python3.11 (no frame pointers) in time.sleep, select.select and queue.get, woken by the
 // timer, by os.write from another thread and by queue.put from another thread: 95% of the
 // process's off-CPU time has blocked and waker user stacks equal to perf's DWARF ones, down to
-// the interpreter's main (Py_BytesMain, __libc_start_call_main) or start_thread.
+// the interpreter's main (Py_BytesMain, __libc_start_call_main) or start_thread. Each thread's
+// blocked time within 5% of what it timed. The interpreter runs SCHED_FIFO (chrt -f 1), so that no
+// other task (the two recorders, a build beside the tests) preempts it: a thread's clock counts
+// the time it waits, preempted, to run again, which is no block. Without: under two busy loops of
+// nice 19, a producer thread's loop took 6% more than it blocked, in 4 runs of 40. With: recorded over
+// timed 0.997 to 1.006 for every thread of 50 runs, idle and under four busy loops of nice 0.
 TEST(CompleteStacks, Python311StacksEqualPerfDwarf) {
   const std::string python = "/usr/bin/python3.11";  // Debian's; `python3` may be another one
   ASSERT_EQ(access(python.c_str(), X_OK), 0) << python << " missing: scripts/install-deps.sh installs it";
   TempDir dir;
   ReleasedRun r = record_released(
-      dir, {python, std::string(OFFWAKE_SOURCE_DIR) + "/tests/workloads/wl_py_blocking.py", "-n", "10", "-m", "20", "-g",
-             "--prefault"},
+      dir,
+      {"chrt", "-f", "1", python, std::string(OFFWAKE_SOURCE_DIR) + "/tests/workloads/wl_py_blocking.py", "-n", "10",
+       "-m", "20", "-g", "--prefault"},
       "python3.11");
   ASSERT_EQ(r.status, 0) << r.out << read_file(dir.file("workload.err"));
   expect_recorded(r.rec);
@@ -564,7 +575,7 @@ TEST(CompleteStacks, Python311StacksEqualPerfDwarf) {
   EXPECT_GE(a.blocked_complete_share(), kDebianEqualShare) << a.summary() << r.rec.offwake_err;
   EXPECT_GT(a.thread_waker_ns, 0u) << a.summary();
   EXPECT_GE(a.waker_complete_share(), kDebianEqualShare) << a.summary();
-  // Each thread's calls timed by the script; the GIL adds blocks, within the calls.
+  // Each thread's loop of calls timed by the script, without a gap; the GIL adds blocks, within it.
   expect_threads_within_truth(r, false);
 }
 
