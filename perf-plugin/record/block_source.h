@@ -38,6 +38,9 @@ class BlockSource {
   virtual bool paced() const { return false; }
   virtual Status read() { return ok_status(); }
   virtual void tracking(const perfdata::Record&) {}
+  // Whatever the tracking records shown so far asked for is in place when this returns (the
+  // unwind tables of a held command's code, before it runs).
+  virtual void settle_tracking() {}
   virtual Status step(const EventFn& timeline) = 0;
   // Stops watching and returns the end of the recording (CLOCK_MONOTONIC): nothing after it
   // is recorded. Then blocks still open are counted up to `stop_ns`, that end.

@@ -39,9 +39,15 @@ class BpfBlocks : public BlockSource {
   void tracking(const perfdata::Record& r) override {
     if (unwind_) unwind_->tracking(r);
   }
+  void settle_tracking() override {
+    if (unwind_) unwind_->publish_built(true);
+  }
 
   Status step(const EventFn& timeline) override {
-    if (unwind_) unwind_->serve_requests();
+    if (unwind_) {
+      unwind_->serve_requests();
+      unwind_->publish_built();
+    }
     if (!bpf_.timeline()) return ok_status();
     auto n = bpf_.poll_events(0, counting(timeline));
     return n ? ok_status() : Status(n.error());

@@ -537,7 +537,10 @@ Status Recorder::run(const std::vector<std::string>& command, const std::vector<
     // With unwind tables, the command waits at its entry point until its code has them.
     Status drained = ok_status();
     Status s = command_recorded() && opt_.user_walker == "auto" && source_->name() == std::string("bpf")
-                   ? workload_->start_held([&] { drained = drain_tracking(); })
+                   ? workload_->start_held([&] {
+                       drained = drain_tracking();
+                       source_->settle_tracking();
+                     })
                    : workload_->start();
     if (!s) {
       exec_errno_ = workload_->exec_errno();

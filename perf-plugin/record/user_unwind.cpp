@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -25,7 +26,10 @@ UserUnwind::UserUnwind(bpf::UnwindMaps maps, std::function<bool(uint32_t)> is_ta
     : maps_(std::move(maps)),
       is_target_(std::move(is_target)),
       tables_(maps_.rows()),
-      processes_(tables_, [this](uint32_t tgid, const offwake_unwind_process* v) { maps_.publish(tgid, v); }) {}
+      processes_(tables_, [this](uint32_t tgid, const offwake_unwind_process* v) { maps_.publish(tgid, v); }) {
+  // Two threads at least: a small binary is not held up behind a big one (node's, 150 ms).
+  tables_.build_beside(std::clamp(std::thread::hardware_concurrency(), 2u, 4u));
+}
 
 void UserUnwind::add_process(uint32_t pid, std::vector<unwind::CodeMapping>& out) const {
   auto maps = read_proc_maps(static_cast<pid_t>(pid));
@@ -119,6 +123,10 @@ void UserUnwind::serve_requests() {
   request_ns_ += steady_ns() - t0;
 }
 
+void UserUnwind::publish_built(bool all) {
+  if (tables_.place_built(all)) processes_.resolve_awaiting();
+}
+
 void UserUnwind::tracking(const perfdata::Record& r) {
   if (const auto* m = std::get_if<perfdata::Mmap2Record>(&r)) {
     if (!(m->prot & PROT_EXEC) || !is_file(m->filename) || !followed(m->pid)) return;
@@ -161,6 +169,9 @@ RecordStats::Unwind UserUnwind::stats() const {
   u.mappings_without_table = p.without_table;
   u.mappings_over_limit = p.over_limit;
   u.publish_failures = maps_.publish_failures();
+  u.built_beside = t.built_beside;
+  u.processes_awaiting_table = p.awaited;
+  u.longest_table_wait_ns = p.longest_wait_ns;
   u.processes_on_request = on_request_;
   u.request_ns = request_ns_;
   u.failed = t.failed;

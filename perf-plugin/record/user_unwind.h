@@ -4,8 +4,9 @@
 // (MMAP2 of code, exec, fork, exit) bring those of processes and libraries that appear. With
 // targets (-p, -t, a command), a process outside them whose thread the walker met without
 // tables (a waker of a target) asks for them, and gets them and is followed from then on
-// (serve_requests). A stack taken before its process has tables is walked by frame pointers,
-// and counted.
+// (serve_requests). The tables of binaries mapped during the recording are built beside it
+// (unwind/table_builder.h; publish_built). A stack taken before its process has tables is
+// walked by frame pointers, and counted.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,9 @@ class UserUnwind {
   void tracking(const perfdata::Record& r);
   // The processes that asked for tables since the last call get them.
   void serve_requests();
+  // The tables built beside the recording since the last call are given to the processes that
+  // map their binaries; with `all`, once every table asked for is built.
+  void publish_built(bool all = false);
   RecordStats::Unwind stats() const;
 
  private:

@@ -150,6 +150,9 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"unwind_process_map_full", unwind.publish_failures},
       {"unwind_processes_on_request", unwind.processes_on_request},
       {"unwind_request_ns", unwind.request_ns},
+      {"unwind_tables_built_beside", unwind.built_beside},
+      {"unwind_processes_awaiting_table", unwind.processes_awaiting_table},
+      {"unwind_longest_table_wait_ns", unwind.longest_table_wait_ns},
       {"unwind_requests_full", c.unwind_requests_full},
   };
   const BuildIdCacheCounts& b = buildid_cache;
@@ -352,6 +355,9 @@ void print_record_summary(FILE* out, const RecordStats& s) {
     if (w.mappings_over_limit || w.publish_failures)
       fprintf(out, "; %llu mappings over the per-process limit, %llu processes not stored (map full)",
               u(w.mappings_over_limit), u(w.publish_failures));
+    if (w.built_beside)
+      fprintf(out, "; %llu built beside the recording, while %llu processes waited (the longest %.0f ms)",
+              u(w.built_beside), u(w.processes_awaiting_table), w.longest_table_wait_ns / 1e6);
     if (w.processes_on_request || s.counters.unwind_requests_full)
       fprintf(out, "; %llu processes outside the targets given tables as they woke one (%.0f ms), %llu could not ask",
               u(w.processes_on_request), w.request_ns / 1e6, u(s.counters.unwind_requests_full));

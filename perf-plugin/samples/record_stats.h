@@ -67,6 +67,9 @@ struct RecordStats {
     // Processes outside the targets given tables on request (their threads woke a target),
     // and the time that took.
     uint64_t processes_on_request = 0, request_ns = 0;
+    // Tables built beside the recording (binaries mapped during it), and the processes walked
+    // by frame pointers where one of theirs was still being built, the longest for how long.
+    uint64_t built_beside = 0, processes_awaiting_table = 0, longest_table_wait_ns = 0;
     std::vector<std::string> failed;  // "path: why", for -v
   } unwind;
   // The BPF programs' runs and CPU time in this recording (or window), as the kernel counted

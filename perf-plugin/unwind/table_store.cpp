@@ -60,6 +60,33 @@ const StoredTable* TableStore::get(const BinaryRef& b) {
   return place(key, b, std::move(built), steady_ns() - t0);
 }
 
+const StoredTable* TableStore::ready_or_build(const BinaryRef& b) {
+  if (!builder_) return get(b);
+  const std::string key = key_of(b);
+  if (auto it = tables_.find(key); it != tables_.end()) return it->second;
+  if (building_.try_emplace(key, b).second) builder_->request(key, b.open_path);
+  return nullptr;
+}
+
+bool TableStore::place_built(bool all) {
+  if (!builder_) return false;
+  bool placed = false;
+  do {
+    std::vector<TableBuilder::Built> built = builder_->take_built(all && !building_.empty());
+    for (TableBuilder::Built& t : built) {
+      auto it = building_.find(t.key);
+      // Built meanwhile on the recorder's thread too (get(), prepare()): that one stays.
+      if (!tables_.count(t.key)) {
+        ++stats_.built_beside;
+        place(t.key, it->second, std::move(t.table), t.ns);
+      }
+      building_.erase(it);
+      placed = true;
+    }
+  } while (all && !building_.empty());
+  return placed;
+}
+
 void TableStore::prepare(const std::vector<BinaryRef>& binaries, unsigned threads) {
   std::vector<const BinaryRef*> todo;
   std::map<std::string, bool> seen;

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "unwind/table_builder.h"
 #include "unwind/unwind_table.h"
 
 namespace offwake::unwind {
@@ -39,6 +41,7 @@ struct TableStoreStats {
   uint64_t unreadable = 0;    // binaries that could not be read
   uint64_t too_large = 0;     // binaries whose table did not fit the row memory
   std::vector<std::string> failed;  // "path: why" of each of the three above, for -v
+  uint64_t built_beside = 0;        // tables built on the builder's threads (ready_or_build)
 };
 
 class TableStore {
@@ -52,6 +55,15 @@ class TableStore {
   // Builds the tables of many binaries at once, on `threads` threads (placed in the order
   // given): the set-up of a system-wide recording.
   void prepare(const std::vector<BinaryRef>& binaries, unsigned threads);
+
+  // From now on, ready_or_build() builds on `threads` threads of a TableBuilder.
+  void build_beside(unsigned threads) { builder_.emplace(threads); }
+  // The table of `binary` if it is ready; else null, and it is built (on the builder's threads,
+  // or now, without them: then never null).
+  const StoredTable* ready_or_build(const BinaryRef& binary);
+  // Places the tables the builder finished (with `all`, once it has finished every one asked
+  // for); whether there were any.
+  bool place_built(bool all = false);
 
   const TableStoreStats& stats() const { return stats_; }
   uint64_t bytes() const { return stats_.rows * sizeof(offwake_unwind_row); }
@@ -67,7 +79,9 @@ class TableStore {
   // id) and named by an MMAP2 record (build id only) is one table.
   std::map<std::string, const StoredTable*> tables_;
   std::vector<std::unique_ptr<StoredTable>> owned_;
+  std::map<std::string, BinaryRef> building_;  // by key: asked of the builder, not yet placed
   TableStoreStats stats_;
+  std::optional<TableBuilder> builder_;  // last: its threads stop before the rest goes
 };
 
 }  // namespace offwake::unwind

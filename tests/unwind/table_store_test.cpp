@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <map>
 #include <random>
 #include <set>
 
@@ -179,6 +181,69 @@ TEST(ProcessMappings, FollowExecForkAndExit) {
   procs.exit(7);
   EXPECT_EQ(published.count(7), 0u);
   EXPECT_EQ(published.count(8), 1u);
+}
+
+// A binary mapped during a recording has its table built beside it (TableBuilder): its process
+// is published at once without it (frame pointers there), and again with it once built, the
+// rows those of a table built on the spot. A small binary is not held up behind a big one.
+TEST(ProcessMappings, ATableBuiltBesideIsPublishedWhenReady) {
+  std::vector<offwake_unwind_row> memory(1 << 20);
+  TableStore store(memory);
+  store.build_beside(2);
+  std::map<uint32_t, offwake_unwind_process> published;
+  ProcessMappings procs(store, [&](uint32_t tgid, const offwake_unwind_process* v) {
+    if (v)
+      published[tgid] = *v;
+    else
+      published.erase(tgid);
+  });
+  auto libc = own_libc_mappings();
+  ASSERT_EQ(libc.size(), 1u);
+  procs.map(7, libc[0]);
+  procs.fork(7, 8);  // waits for the same table
+  ASSERT_EQ(published.count(7), 1u);
+  EXPECT_EQ(published[7].n, 0u);
+  EXPECT_EQ(published[8].n, 0u);
+  EXPECT_EQ(procs.stats().awaited, 2u);
+  for (int i = 0; i < 2000 && !store.place_built(); ++i) usleep(1000);
+  procs.resolve_awaiting();
+  ASSERT_EQ(published[7].n, 1u);
+  ASSERT_EQ(published[8].n, 1u);
+  EXPECT_NE(published[7].generation, published[8].generation);
+  EXPECT_GT(procs.stats().longest_wait_ns, 0u);
+  EXPECT_EQ(store.stats().built_beside, 1u);
+  // Ready from now on: a new mapping of it is published with its table at once.
+  CodeMapping again = libc[0];
+  again.time = 10;
+  procs.map(9, again);
+  EXPECT_EQ(published[9].n, 1u);
+  // The same rows as built on the spot.
+  std::vector<offwake_unwind_row> memory2(1 << 20);
+  TableStore spot(memory2);
+  const unwind::StoredTable* a = spot.get(libc[0].binary);
+  ASSERT_EQ(published[7].m[0].rows, a->rows);
+  EXPECT_EQ(0, memcmp(memory.data() + published[7].m[0].first_row, memory2.data() + a->first_row,
+                      a->rows * sizeof(offwake_unwind_row)));
+  EXPECT_EQ(published[7].m[0].bias, spot.get(libc[0].binary)->table.bias(libc[0].start, libc[0].pgoff));
+
+  // python3.11 (64k rows) asked for first, libc (28k) after, on one thread: libc first.
+  std::vector<offwake_unwind_row> memory3(1 << 20);
+  TableStore one(memory3);
+  one.build_beside(1);
+  std::vector<std::string> order;
+  EXPECT_EQ(one.ready_or_build(binary("/usr/bin/node")), nullptr);  // keeps the thread busy a while
+  EXPECT_EQ(one.ready_or_build(binary(kPython)), nullptr);
+  EXPECT_EQ(one.ready_or_build(binary(kLibc)), nullptr);
+  const unwind::StoredTable* py = nullptr;
+  const unwind::StoredTable* lc = nullptr;
+  for (int i = 0; i < 5000 && !(py && lc); ++i) {
+    one.place_built();
+    if (!lc && (lc = one.ready_or_build(binary(kLibc)))) order.push_back("libc");
+    if (!py && (py = one.ready_or_build(binary(kPython)))) order.push_back("python");
+    usleep(1000);
+  }
+  ASSERT_TRUE(py && lc);
+  EXPECT_EQ(order, (std::vector<std::string>{"libc", "python"}));
 }
 
 // Every value published has a generation of its own, never 0: the BPF walker caches rules by
