@@ -50,6 +50,16 @@ std::vector<CodeMapping> own_libc_mappings() {
   return out;
 }
 
+// What ProcessMappings publishes, kept as the BPF map would keep it: by tgid, removed at null.
+ProcessMappings::PublishFn publish_into(std::map<uint32_t, offwake_unwind_process>& published) {
+  return [&published](uint32_t tgid, const offwake_unwind_process* v) {
+    if (v)
+      published[tgid] = *v;
+    else
+      published.erase(tgid);
+  };
+}
+
 TEST(TableStore, APcOfThisProcessFindsTheRowOfItsFunction) {
   std::vector<offwake_unwind_row> memory(1 << 20);
   TableStore store(memory);
@@ -141,12 +151,7 @@ TEST(ProcessMappings, FollowExecForkAndExit) {
   std::vector<offwake_unwind_row> memory(1 << 20);
   TableStore store(memory);
   std::map<uint32_t, offwake_unwind_process> published;
-  ProcessMappings procs(store, [&](uint32_t tgid, const offwake_unwind_process* v) {
-    if (v)
-      published[tgid] = *v;
-    else
-      published.erase(tgid);
-  });
+  ProcessMappings procs(store, publish_into(published));
   auto libc = own_libc_mappings();
   ASSERT_EQ(libc.size(), 1u);
   // python3.11's code as a process maps it: from its executable segment's page.
@@ -191,12 +196,7 @@ TEST(ProcessMappings, ATableBuiltBesideIsPublishedWhenReady) {
   TableStore store(memory);
   store.build_beside(2);
   std::map<uint32_t, offwake_unwind_process> published;
-  ProcessMappings procs(store, [&](uint32_t tgid, const offwake_unwind_process* v) {
-    if (v)
-      published[tgid] = *v;
-    else
-      published.erase(tgid);
-  });
+  ProcessMappings procs(store, publish_into(published));
   auto libc = own_libc_mappings();
   ASSERT_EQ(libc.size(), 1u);
   procs.map(7, libc[0]);
