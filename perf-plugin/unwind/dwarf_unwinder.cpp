@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <array>
@@ -58,6 +59,13 @@ struct Unwinding {
   bool read_beyond_copy = false;   // one above the copy, which may stop short of the stack's top
 };
 
+// Whether the file at a mapping's path is the one the recording names.
+bool same_file(const RecordedMapping& m, MappedFiles& files) {
+  if (!m.build_id.empty()) return files.get(m.path).build_id == m.build_id;
+  struct stat st {};
+  return m.ino && stat(m.path.c_str(), &st) == 0 && st.st_dev == m.dev && st.st_ino == m.ino;
+}
+
 // A process's Dwfl: its files reported as pcs need them, its thread state from the copy.
 class ProcessDwfl {
  public:
@@ -77,10 +85,18 @@ class ProcessDwfl {
     if (dwfl_addrmodule(dwfl_.get(), pc)) return attached_;
     const RecordedMapping* m = mappings_.find(pid_, pc);
     if (!m || failed_.count(m->path)) return false;
-    const std::string& file = m->open_path.empty() ? m->path : m->open_path;
-    const MappedFile& f = files_.get(file);
-    std::optional<uint64_t> bias = f.bias(*m);
-    bool usable = f.error.empty() && bias && (m->build_id.empty() || m->build_id == f.build_id);
+    std::string file = m->open_path.empty() ? m->path : m->open_path;
+    const MappedFile* f = &files_.get(file);
+    // Read through /proc while the process lived, and gone since (a short command, unwound after
+    // its exit): the file at its own path, if it is the one recorded (by build id, else device
+    // and inode). Without this, one such file's stacks (of the C library, say) were all a pc
+    // alone, in 3 of 12 runs of a 0.1 s command with --call-graph dwarf.
+    if (!f->error.empty() && file != m->path && same_file(*m, files_)) {
+      file = m->path;
+      f = &files_.get(file);
+    }
+    std::optional<uint64_t> bias = f->bias(*m);
+    bool usable = f->error.empty() && bias && (m->build_id.empty() || m->build_id == f->build_id);
     Dwfl_Module* mod = nullptr;
     if (usable) mod = dwfl_report_elf(dwfl_.get(), m->path.c_str(), file.c_str(), -1, *bias, true);
     if (!mod || dwfl_addrmodule(dwfl_.get(), pc) != mod) {

@@ -22,6 +22,7 @@ struct RecordedMapping {
   uint64_t start = 0, end = 0, pgoff = 0;
   std::string path;  // of the file with the code: for the vDSO, our own copy (own_vdso_file())
   perfdata::BuildId build_id;  // the recording's, when it has one
+  uint64_t dev = 0, ino = 0;   // else the file's device and inode, when known
   // Where to read it, if not at `path`: a live process's file through /proc
   // (live_file_path(): another mount namespace's, a deleted file, a memfd).
   std::string open_path;
@@ -52,7 +53,7 @@ class RecordedMappings {
   Process& process(uint32_t pid);
   void read_proc(uint32_t pid, Process& p);
   void add(uint32_t pid, Process& p, uint64_t start, uint64_t end, uint64_t pgoff, const std::string& name,
-           const perfdata::BuildId& build_id);
+           const perfdata::BuildId& build_id, uint64_t dev, uint64_t ino);
   void remove_overlaps(Process& p, uint64_t start, uint64_t end);
 
   bool read_proc_;

@@ -415,7 +415,8 @@ TEST(CompleteStacks, CodeWithoutUnwindRowsIsWalkedByItsFramePointer) {
     const Truth& t = r.truth[0];
     Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
     EXPECT_TRUE(b.counted) << "a sample without its count of blocks";
-    EXPECT_EQ(b.count, t.count) << "blocks recorded in " << t.function << " against the workload's count";
+    EXPECT_EQ(b.count, t.count) << "blocks recorded in " << t.function << " against the workload's count\n"
+                                << r.record.err << r.script.out.substr(0, 3000);
     expect_function_time(static_cast<double>(b.ns), t.blocked_ns, t.count, r.record.err, t.function);
     uint64_t complete_ns = 0, waker_complete_ns = 0;
     std::string odd;

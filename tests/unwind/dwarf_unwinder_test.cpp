@@ -286,7 +286,7 @@ TEST(MappedFiles, BiasIsTheDynamicLinkersLoadAddress) {
     if (it == linker.end() || m.perms[2] != 'x') continue;
     const MappedFile& f = files.get(m.path);
     ASSERT_TRUE(f.error.empty()) << f.error;
-    EXPECT_EQ(f.bias(RecordedMapping{m.start, m.end, m.pgoff, m.path, {}}), it->second) << m.path;
+    EXPECT_EQ(f.bias(RecordedMapping{m.start, m.end, m.pgoff, m.path, {}, 0, 0, {}}), it->second) << m.path;
     ++compared;
   }
   EXPECT_GT(compared, 0u);
