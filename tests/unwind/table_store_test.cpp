@@ -231,7 +231,8 @@ TEST(ProcessMappings, ATableBuiltBesideIsPublishedWhenReady) {
   TableStore one(memory3);
   one.build_beside(1);
   std::vector<std::string> order;
-  EXPECT_EQ(one.ready_or_build(binary("/usr/bin/node")), nullptr);  // keeps the thread busy a while
+  EXPECT_EQ(one.ready_or_build(binary("/usr/bin/node")), nullptr);  // keeps the thread busy 150 ms
+  usleep(50'000);  // taken by then: python and libc wait together (else python alone might be next)
   EXPECT_EQ(one.ready_or_build(binary(kPython)), nullptr);
   EXPECT_EQ(one.ready_or_build(binary(kLibc)), nullptr);
   const unwind::StoredTable* py = nullptr;
