@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <memory>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -96,7 +97,10 @@ void UserUnwind::prepare_command(const std::string& path) {
     struct stat st;
     if (stat(f.c_str(), &st) != 0) continue;
     unwind::BinaryRef b;
-    b.path = b.open_path = f;
+    // By the name the kernel gives it in MMAP2 records, through every symbolic link (/usr/bin/sh
+    // is dash, /lib is /usr/lib): a table under another name is built again.
+    std::unique_ptr<char, decltype(&free)> real(realpath(f.c_str(), nullptr), &free);
+    b.path = b.open_path = real ? real.get() : f;
     b.dev = st.st_dev;
     b.ino = st.st_ino;
     binaries.push_back(std::move(b));

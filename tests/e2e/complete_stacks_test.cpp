@@ -435,6 +435,37 @@ TEST(CompleteStacks, CodeWithoutUnwindRowsIsWalkedByItsFramePointer) {
   }
 }
 
+// One table a binary, however its processes name it: the command's files are prepared before
+// its exec by the names it asks for (/usr/bin/sh, /lib64/ld-linux-x86-64.so.2,
+// /lib/x86_64-linux-gnu/libc.so.6) and mapped under the names the kernel gives (/usr/bin/dash,
+// /usr/lib/...); keyed by those, dash, the dynamic loader and libc were built twice or three
+// times (8 tables for 4 binaries), and the shell's child waited for libc's second build. The
+// tables stored equal the binaries the recorded processes mapped for code, by build id, as
+// Debian's perf reads the MMAP2 records of the file.
+TEST(CompleteStacks, EachBinaryMappedHasOneTable) {
+  TempDir dir;
+  const std::string data = dir.file("perf.data");
+  auto r = run(kOffwake + " record -o " + data + " -- sh -c '" + kWorkloads + "wl_condvar -n 1 -m 10; true'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const size_t at = r.err.find("unwind tables: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const size_t tables = std::stoul(r.err.substr(at + 15));
+  auto mmaps = run(std::string(kDebianPerf) + " script --show-mmap-events -F comm -i " + data);
+  ASSERT_EQ(mmaps.status, 0) << mmaps.err;
+  std::set<std::string> binaries;
+  std::istringstream lines(mmaps.out);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t bid = line.find(" <"), code = line.find("]: r-xp /");
+    // The recorder's own mappings, inherited by the command until its exec, are not the command's.
+    if (line.find("PERF_RECORD_MMAP2") == std::string::npos || line.find("perf-offwake") != std::string::npos ||
+        bid == std::string::npos || code == std::string::npos)
+      continue;
+    binaries.insert(line.substr(bid + 2, line.find('>', bid) - bid - 2));
+  }
+  EXPECT_EQ(binaries.size(), 4u) << "dash, its dynamic loader, libc and wl_condvar:\n" << mmaps.out;
+  EXPECT_EQ(tables, binaries.size()) << r.err;
+}
+
 // index_of() for a frame whose name contains `part` (a JIT frame's name holds its source too).
 size_t index_containing(const UserStack& s, const std::string& part, size_t from = 0) {
   for (size_t i = from; i < s.size(); ++i)
