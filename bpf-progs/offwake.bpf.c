@@ -7,8 +7,9 @@
  * Each stack is taken only for a block that is kept, and as late as possible:
  *
  * sched_switch, prev blocks (not preempted, state wanted): remember when and its state in
- *     prev's task storage. Its user stack is walked now, unless a duration filter is set:
- *     then it is deferred to the task's return to user space (deferred_user.bpf.h).
+ *     prev's task storage. Its user stack is walked now, unless a duration filter is set
+ *     (or, recording a command, prev's process has no unwind tables yet): then it is deferred
+ *     to the task's return to user space (deferred_user.bpf.h).
  * sched_waking, in the waker's context: remember the waker and take its kernel and user
  *     stacks. With a duration filter, a block already longer than --max-block gets nothing,
  *     and one shorter than --min-block so far gets the waker's name, thread and the time
@@ -94,14 +95,16 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 	b->flags &= ~TB_DEFER_USER;
 	if (prev->flags & PF_NO_USER_STACK) {
 		b->user_stack_id = OFFWAKE_NO_STACK;
-	} else if (lazy() && ((cfg.user_rseq && task_has_rseq(prev)) ||
-			      (cfg.user_task_work && !walk_at_switch_out(b->keep_ns, b->last_ns)))) {
+	} else if ((lazy() && ((cfg.user_rseq && task_has_rseq(prev)) ||
+			       (cfg.user_task_work && !walk_at_switch_out(b->keep_ns, b->last_ns)))) ||
+		   user_stack_awaits_tables(prev, c)) {
 		/* The user registers stay as they are until the task is back in user space,
 		 * whether it entered the kernel by a system call or an exception. A thread with
 		 * rseq has the stack walked there, for kept blocks, at the price of a tracepoint
 		 * run. With task work, a block likely to be kept has its stack walked now
 		 * instead: scheduling a task work and walking the stack later, cold, cost more
-		 * than walking it here. */
+		 * than walking it here. Exactly, a block of a process still without its unwind
+		 * tables waits for them there. */
 		b->flags |= TB_DEFER_USER;
 	} else {
 		struct pt_regs *regs = lazy() && cfg.user_sys_exit && !walk_at_switch_out(b->keep_ns, b->last_ns)
@@ -418,7 +421,7 @@ int BPF_PROG(offwake_exit, struct task_struct *p, _Bool group_dead)
 	struct offwake_task_block *b;
 	__u32 tgid = p->tgid, tid = p->pid;
 
-	if (lazy()) {
+	if (lazy() || cfg.user_await_tables) {
 		b = task_block(p);
 		if (b && (b->flags & TB_PENDING)) {
 			c = cpu_counters();

@@ -320,6 +320,9 @@ struct offwake_counters {
 	__u64 kernel_replays_wrong; /* ... whose unwind differed from the replay */
 	__u64 unwind_requests_full; /* cfg.unwind_on_request: processes whose tables could not be
 	                             * asked for (unwind_wanted full): walked by frame pointers */
+	__u64 user_walks_awaited_tables; /* cfg.user_await_tables: blocks of a process without unwind
+	                             * tables yet whose user stack was left to their way back to
+	                             * user space (parked), where the tables have likely come */
 };
 
 /* Read-only configuration, set in .rodata between open and load. Zero means "off" for every
@@ -357,9 +360,15 @@ struct offwake_config {
 	__u32 check_replays;       /* every kernel stack the memo replays (kernel_memo.bpf.h) is
 	                            * unwound as well, and counted if it differs: a check of the
 	                            * memo, at the cost it saves */
-	__u32 user_rseq;           /* lazily, a thread with rseq has its deferred user stack walked
+	__u32 user_rseq;           /* lazily (or for user_await_tables), a thread with rseq has its
+	                            * deferred user stack walked
 	                            * by the rseq_update program on its way back to user space
 	                            * (no task work to schedule); others as user_task_work says */
+	__u32 user_await_tables;   /* exactly, a followed command (unwind_tables, follow_forks): a
+	                            * block of a process with no unwind tables yet, in the first
+	                            * milliseconds after its exec, has its user stack walked on its
+	                            * way back to user space (rseq_update), not at once by frame
+	                            * pointers (user_stack_awaits_tables()) */
 	__u32 user_sys_exit;       /* lazily, without task work nor rseq_update: a block inside a
 	                            * system call has its user stack walked at its exit (the
 	                            * offwake_sys_exit program, on every system call of the machine).

@@ -72,6 +72,13 @@ bool lazy_capture(const LoaderOptions& o) {
   return offwake_lazy_capture(o.eager, o.min_block_ns, o.max_block_ns, o.sample_period_ns);
 }
 
+// Exactly, a followed command's processes have their first blocks' user stacks wait for their
+// unwind tables (cfg.user_await_tables, bpf-progs/deferred_user.bpf.h), on rseq_update; not
+// with eager (every stack at once).
+bool awaits_tables(const LoaderOptions& o) {
+  return !o.eager && !lazy_capture(o) && cfg_unwind_tables(o) && o.follow_forks;
+}
+
 // Whether deferred user stacks wait for sys_exit: lazily, without task work, and either
 // without rseq_update or when asked (sys_exit_user_stacks). With rseq_update alone, the few
 // threads without rseq have their user stacks walked at switch-out: cheaper than a program on
@@ -133,6 +140,7 @@ void configure(skel::offwake* s, const LoaderOptions& o, uint32_t depth, const P
   cfg.check_replays = o.check_replays;
   cfg.user_task_work = task_work;
   cfg.user_rseq = rseq;
+  cfg.user_await_tables = rseq && awaits_tables(o);
   cfg.user_sys_exit = use_sys_exit(o, task_work, rseq);
   cfg.user_stack_limit = o.user_stack_limit;
   cfg.irq_detect = percpu.preempt_count.has_value();
@@ -164,7 +172,7 @@ bool use_task_work(const LoaderOptions& o, const struct btf* vmlinux) {
 }
 
 bool use_rseq(const LoaderOptions& o, const struct btf* vmlinux) {
-  return lazy_capture(o) && o.rseq_user_stacks && has_rseq_update(vmlinux);
+  return (lazy_capture(o) || awaits_tables(o)) && o.rseq_user_stacks && has_rseq_update(vmlinux);
 }
 
 }  // namespace

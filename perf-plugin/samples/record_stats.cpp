@@ -130,6 +130,7 @@ std::vector<std::pair<std::string, uint64_t>> RecordStats::fields() const {
       {"user_walks_dwarf_expression", c.user_walk_end[OFFWAKE_WALK_EXPRESSION]},
       {"user_walks_unsupported_rule", c.user_walk_end[OFFWAKE_WALK_UNSUPPORTED]},
       {"user_walks_no_unwind_table_yet", c.user_walk_no_tables},
+      {"user_walks_awaited_unwind_tables", c.user_walks_awaited_tables},
       {"user_frames_by_table", c.user_table_frames},
       {"user_frames_by_frame_pointer", c.user_fp_frames},
       {"user_frames_rule_cached", c.user_unwind_cache_hits},
@@ -337,12 +338,14 @@ void print_record_summary(FILE* out, const RecordStats& s) {
     if (c.user_work_runs)
       fprintf(out, "; %llu in task work on the way back to user space (%.1f ms of BPF time, not in kernel.bpf_stats)",
               u(c.user_work_runs), c.user_work_ns / 1e6);
-    if (s.unwind.used)
-      fprintf(out,
-              "; %llu before their process had unwind tables; frames: %llu by table, %llu by frame pointer "
-              "(their rules: %llu cached, %llu searched)",
-              u(c.user_walk_no_tables), u(c.user_table_frames), u(c.user_fp_frames), u(c.user_unwind_cache_hits),
-              u(c.user_unwind_searches));
+    if (s.unwind.used) {
+      fprintf(out, "; %llu before their process had unwind tables", u(c.user_walk_no_tables));
+      if (c.user_walks_awaited_tables)
+        fprintf(out, " (%llu more waited for them, walked on the way back to user space)",
+                u(c.user_walks_awaited_tables));
+      fprintf(out, "; frames: %llu by table, %llu by frame pointer (their rules: %llu cached, %llu searched)",
+              u(c.user_table_frames), u(c.user_fp_frames), u(c.user_unwind_cache_hits), u(c.user_unwind_searches));
+    }
     fprintf(out, " ]\n");
   }
   if (s.unwind.used) {

@@ -87,7 +87,8 @@ def process_event(d):
   ASSERT_EQ(ours.status, 0) << ours.err;
   ASSERT_EQ(perfs.status, 0) << perfs.err;
   EXPECT_EQ(ours.out, perfs.out);
-  EXPECT_NE(ours.out.find("wl_spin_block "), std::string::npos) << "no sample in the workload's own code";
+  EXPECT_NE(ours.out.find("wl_spin_block "), std::string::npos)
+      << "no sample in the workload's own code\n" << rec.err << ours.out.substr(0, 2000);
   EXPECT_NE(ours.out.find("[kernel.kallsyms]"), std::string::npos);
   auto values = run(kOffwake + " script -i " + data + " -s " +
                     script("values.py", "def process_event(d):\n    print(repr(d['sample']['values']))\n"));
