@@ -377,6 +377,44 @@ bool holds_chain(const UserStack& stack, const std::vector<std::string>& chain) 
                      [](const StackFrame& f, const std::string& sym) { return f.sym == sym; }) != stack.end();
 }
 
+// A user stack's frames, named `chain` one after the other and ending at `last` ("": anywhere).
+struct WholeStack {
+  std::vector<std::string> chain;
+  std::string last;
+  bool of(const UserStack& s) const {
+    return holds_chain(s, chain) && (last.empty() || (!s.empty() && s.back().sym == last));
+  }
+};
+
+// A recording of one of our workloads whose truth thread blocks in one function: clean, its
+// blocks counted exactly and their time within 5% (expect_function_time), and all of that time
+// with the blocked user stack `blocked` and, for each block whose waker was seen, the truth's
+// waker with the user stack `waker`.
+void expect_whole_stacks(const RecordRun& r, const WholeStack& blocked, const WholeStack& waker) {
+  expect_clean(r);
+  ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
+  const Truth& t = r.truth[0];
+  Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
+  EXPECT_TRUE(b.counted) << "a sample without its count of blocks";
+  EXPECT_EQ(b.count, t.count) << "blocks recorded in " << t.function << " against the workload's count\n"
+                              << r.record.err << r.script.out.substr(0, 3000);
+  expect_function_time(static_cast<double>(b.ns), t.blocked_ns, t.count, r.record.err, t.function);
+  uint64_t whole_ns = 0, waker_whole_ns = 0;
+  std::string odd;
+  for (const ScriptSample* s : b.blocked) {
+    const UserStack stack = user_stack(*s);
+    if (blocked.of(stack)) whole_ns += s->period;
+    else odd += "\n  blocked: " + describe(stack);
+  }
+  for (const ScriptSample* w : b.wakers) {
+    const UserStack stack = user_stack(*w);
+    if (w->tid == t.waker_tid && waker.of(stack)) waker_whole_ns += w->period;
+    else odd += "\n  waker " + std::to_string(w->tid) + ": " + describe(stack);
+  }
+  EXPECT_EQ(whole_ns, b.ns) << odd << "\n" << r.record.err;
+  EXPECT_EQ(waker_whole_ns, b.ns - b.unseen_ns) << odd;
+}
+
 // wl_no_cfi: two functions with frame pointers and no unwind information at all, one in the
 // blocked thread's stack and one in the waker's, between functions built without frame
 // pointers and with CFI. A walk by the tables finds no row for their pcs and goes on by their
@@ -404,34 +442,12 @@ TEST(CompleteStacks, CodeWithoutUnwindRowsIsWalkedByItsFramePointer) {
   EXPECT_TRUE(covered("nocfi_wait"));
   EXPECT_TRUE(covered("nocfi_waker"));
 
-  const std::vector<std::string> blocked_chain = {"nocfi_wait", "nocfi_middle", "nocfi_outer", "main"};
-  const std::vector<std::string> waker_chain = {"nocfi_poke", "nocfi_poke_middle", "nocfi_waker", "start_thread"};
+  const WholeStack blocked = {{"nocfi_wait", "nocfi_middle", "nocfi_outer", "main"}, ""};
+  const WholeStack waker = {{"nocfi_poke", "nocfi_poke_middle", "nocfi_waker", "start_thread"}, ""};
   for (const char* mode : {"--backend bpf", "--backend bpf --min-block 1000", "--backend tracepoint --call-graph dwarf"}) {
     SCOPED_TRACE(mode);
     TempDir dir;
-    RecordRun r = record_and_script(dir, std::string(mode) + " -- " + binary + " -n 10 -m 10");
-    expect_clean(r);
-    ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
-    const Truth& t = r.truth[0];
-    Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
-    EXPECT_TRUE(b.counted) << "a sample without its count of blocks";
-    EXPECT_EQ(b.count, t.count) << "blocks recorded in " << t.function << " against the workload's count\n"
-                                << r.record.err << r.script.out.substr(0, 3000);
-    expect_function_time(static_cast<double>(b.ns), t.blocked_ns, t.count, r.record.err, t.function);
-    uint64_t complete_ns = 0, waker_complete_ns = 0;
-    std::string odd;
-    for (const ScriptSample* s : b.blocked) {
-      const UserStack stack = user_stack(*s);
-      if (holds_chain(stack, blocked_chain)) complete_ns += s->period;
-      else odd += "\n  blocked: " + describe(stack);
-    }
-    for (const ScriptSample* w : b.wakers) {
-      const UserStack stack = user_stack(*w);
-      if (w->tid == t.waker_tid && holds_chain(stack, waker_chain)) waker_complete_ns += w->period;
-      else odd += "\n  waker " + std::to_string(w->tid) + ": " + describe(stack);
-    }
-    EXPECT_EQ(complete_ns, b.ns) << odd << "\n" << r.record.err;
-    EXPECT_EQ(waker_complete_ns, b.ns) << odd;
+    expect_whole_stacks(record_and_script(dir, std::string(mode) + " -- " + binary + " -n 10 -m 10"), blocked, waker);
   }
 }
 
@@ -447,29 +463,9 @@ TEST(CompleteStacks, ACommandsChildHasItsFirstBlocksWhole) {
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     TempDir dir;
-    RecordRun r = record_and_script(dir, "-- sh -c '" + kWorkloads + "wl_condvar -n 3 -m 50; true'");
-    expect_clean(r);
-    ASSERT_EQ(r.truth.size(), 1u) << r.record.out;
-    const Truth& t = r.truth[0];
-    Blocked b = blocked_in(r.samples, t, blocks_without_waker(r.record.err));
-    EXPECT_TRUE(b.counted) << "a sample without its count of blocks";
-    EXPECT_EQ(b.count, t.count) << r.record.err;
-    expect_function_time(static_cast<double>(b.ns), t.blocked_ns, t.count, r.record.err, t.function);
-    uint64_t whole_ns = 0, waker_whole_ns = 0;
-    std::string odd;
-    for (const ScriptSample* s : b.blocked) {
-      const UserStack stack = user_stack(*s);
-      if (holds_chain(stack, {"wl_wait_for_signal", "main"}) && stack.back().sym == "_start") whole_ns += s->period;
-      else odd += "\n  blocked: " + describe(stack);
-    }
-    for (const ScriptSample* w : b.wakers) {
-      const UserStack stack = user_stack(*w);
-      if (holds_chain(stack, {"wl_send_signal", "signaller", "start_thread"}) && stack.back().sym == "clone3")
-        waker_whole_ns += w->period;
-      else odd += "\n  waker: " + describe(stack);
-    }
-    EXPECT_EQ(whole_ns, b.ns) << odd << "\n" << r.record.err;
-    EXPECT_EQ(waker_whole_ns, b.ns - b.unseen_ns) << odd;
+    expect_whole_stacks(record_and_script(dir, "-- sh -c '" + kWorkloads + "wl_condvar -n 3 -m 50; true'"),
+                        {{"wl_wait_for_signal", "main"}, "_start"},
+                        {{"wl_send_signal", "signaller", "start_thread"}, "clone3"});
   }
 }
 
