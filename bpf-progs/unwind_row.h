@@ -142,6 +142,11 @@ struct offwake_unwind_process {
 	 * replaced. A fork's copy made in BPF keeps its parent's: the same mappings. 0: not
 	 * cached. */
 	__u32 generation;
+	/* Mappings of code whose table is still being built: walked by frame pointer until user
+	 * space publishes the process again with it (a command's blocks wait for it meanwhile:
+	 * cfg.user_await_tables). */
+	__u32 building;
+	__u32 reserved;
 	struct offwake_unwind_mapping m[OFFWAKE_UNWIND_MAX_MAPPINGS];
 };
 

@@ -59,10 +59,10 @@ void ProcessMappings::publish(uint32_t tgid) {
   auto it = processes_.find(tgid);
   if (it == processes_.end()) return publish_(tgid, nullptr);
   std::vector<offwake_unwind_mapping> out;
-  bool awaiting = false;
+  uint32_t awaiting = 0;
   for (const CodeMapping& m : it->second) {
     if (m.resolved.rows) out.push_back(m.resolved);
-    awaiting |= m.awaiting_table;
+    awaiting += m.awaiting_table;
   }
   if (!awaiting)
     awaiting_.erase(tgid);
@@ -74,6 +74,7 @@ void ProcessMappings::publish(uint32_t tgid) {
   offwake_unwind_process v{};
   v.n = static_cast<uint32_t>(out.size());
   v.generation = generation_ = offwake_unwind_next_generation(generation_);
+  v.building = awaiting;
   std::copy(out.begin(), out.end(), v.m);
   publish_(tgid, &v);
 }

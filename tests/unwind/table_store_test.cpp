@@ -189,7 +189,8 @@ TEST(ProcessMappings, FollowExecForkAndExit) {
 }
 
 // A binary mapped during a recording has its table built beside it (TableBuilder): its process
-// is published at once without it (frame pointers there), and again with it once built, the
+// is published at once without it (frame pointers there, and `building` says so), and again
+// with it once built, the
 // rows those of a table built on the spot. A small binary is not held up behind a big one.
 TEST(ProcessMappings, ATableBuiltBesideIsPublishedWhenReady) {
   std::vector<offwake_unwind_row> memory(1 << 20);
@@ -204,11 +205,15 @@ TEST(ProcessMappings, ATableBuiltBesideIsPublishedWhenReady) {
   ASSERT_EQ(published.count(7), 1u);
   EXPECT_EQ(published[7].n, 0u);
   EXPECT_EQ(published[8].n, 0u);
+  EXPECT_EQ(published[7].building, 1u);  // a command's blocks wait for it (user_await_tables)
+  EXPECT_EQ(published[8].building, 1u);
   EXPECT_EQ(procs.stats().awaited, 2u);
   for (int i = 0; i < 2000 && !store.place_built(); ++i) usleep(1000);
   procs.resolve_awaiting();
   ASSERT_EQ(published[7].n, 1u);
   ASSERT_EQ(published[8].n, 1u);
+  EXPECT_EQ(published[7].building, 0u);
+  EXPECT_EQ(published[8].building, 0u);
   EXPECT_NE(published[7].generation, published[8].generation);
   EXPECT_GT(procs.stats().longest_wait_ns, 0u);
   EXPECT_EQ(store.stats().built_beside, 1u);
@@ -217,6 +222,7 @@ TEST(ProcessMappings, ATableBuiltBesideIsPublishedWhenReady) {
   again.time = 10;
   procs.map(9, again);
   EXPECT_EQ(published[9].n, 1u);
+  EXPECT_EQ(published[9].building, 0u);
   // The same rows as built on the spot.
   std::vector<offwake_unwind_row> memory2(1 << 20);
   TableStore spot(memory2);
