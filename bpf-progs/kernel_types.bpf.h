@@ -114,6 +114,7 @@ static __always_inline int task_has_rseq(struct task_struct *t)
 #if defined(__TARGET_ARCH_x86)
 struct pt_regs {
 	unsigned long bp;
+	unsigned long di;
 	unsigned long orig_ax;
 	unsigned long ip;
 	unsigned long sp;
@@ -122,6 +123,8 @@ struct pt_regs {
 static __always_inline __u64 regs_ip(struct pt_regs *r) { return r->ip; }
 static __always_inline __u64 regs_fp(struct pt_regs *r) { return r->bp; }
 static __always_inline __u64 regs_sp(struct pt_regs *r) { return r->sp; }
+/* The register that an unwind rule may hold a return address in (OFFWAKE_UNWIND_RA_RDI). */
+static __always_inline __u64 regs_ra_reg(struct pt_regs *r) { return r->di; }
 /* orig_ax is the system call number inside one, -1 in an exception or interrupt. */
 static __always_inline int regs_in_syscall(struct pt_regs *r) { return (long)r->orig_ax >= 0; }
 static __always_inline __u64 task_saved_sp(struct task_struct *t) { return t->thread.sp; }
@@ -138,6 +141,7 @@ struct pt_regs {
 static __always_inline __u64 regs_ip(struct pt_regs *r) { return r->pc; }
 static __always_inline __u64 regs_fp(struct pt_regs *r) { return r->regs[29]; }
 static __always_inline __u64 regs_sp(struct pt_regs *r) { return r->sp; }
+static __always_inline __u64 regs_ra_reg(struct pt_regs *r) { return 0; } /* no such rule here */
 static __always_inline int regs_in_syscall(struct pt_regs *r) { return r->syscallno >= 0; }
 static __always_inline __u64 task_saved_sp(struct task_struct *t) { return t->thread.cpu_context.sp; }
 #else

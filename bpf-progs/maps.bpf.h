@@ -161,6 +161,11 @@ struct scratch {
 	struct walk_words read; /* what the last walk in this slot read (stack_read.bpf.h) */
 	__u64 kernel_sp;        /* where a kernel stack starts (kernel_memo.bpf.h) */
 	__u8 code[8];           /* the bytes before a return address (user_stack.bpf.h, follows_call) */
+	/* A user walk's rdi as the thread entered the kernel, for a first frame whose return
+	 * address is there (OFFWAKE_UNWIND_RA_RDI), and whether the walk took it (user_stack.bpf.h):
+	 * here, not in the walk's state, which lies on a stack already at the verifier's limit. */
+	__u64 first_di;
+	__u32 reg_frames;
 };
 enum { SLOT_SWITCH, SLOT_WAKING, SLOT_SYSCALL, SLOT_RETURN, SLOT_OTHER, NR_SLOTS };
 

@@ -15,8 +15,8 @@
  *                          CFA itself: that is the caller's own stack)
  *               bits 12-31 CFA offset in bytes from rsp or rbp (unsigned, < 1 MiB)
  *
- * The return address is always at CFA - 8 for CFA_RSP, CFA_RBP and PLT: a rule whose return
- * address is elsewhere is UNSUPPORTED. The caller's rsp is the CFA. */
+ * The return address is always at CFA - 8 for CFA_RSP, CFA_RBP and PLT, and in rdi for RA_RDI:
+ * a rule whose return address is elsewhere is UNSUPPORTED. The caller's rsp is the CFA. */
 #ifndef OFFWAKE_UNWIND_ROW_H
 #define OFFWAKE_UNWIND_ROW_H
 
@@ -40,7 +40,13 @@ enum offwake_unwind_kind {
 	/* Anything else: CFA from a register other than rsp and rbp, rbp saved in a register,
 	 * return address not at CFA - 8, offsets that do not fit the fields. */
 	OFFWAKE_UNWIND_UNSUPPORTED = 7,
-	OFFWAKE_UNWIND_KINDS = 8,
+	/* CFA = rsp + offset, the return address in rdi, rbp unchanged: glibc's vfork, which pops
+	 * its return address before the system call (the child, sharing the parent's memory, would
+	 * overwrite it on the stack). A walker knows rdi only in the first frame, from the
+	 * registers the thread entered the kernel with; in any other frame this ends the walk as
+	 * UNSUPPORTED does. */
+	OFFWAKE_UNWIND_RA_RDI = 8,
+	OFFWAKE_UNWIND_KINDS = 9,
 };
 
 #define OFFWAKE_UNWIND_KIND_BITS 4
@@ -216,12 +222,13 @@ offwake_unwind_find_mapping(const struct offwake_unwind_process *p, __u64 pc)
 #define OFFWAKE_UNWIND_SIGNAL_RSP (40 + 15 * 8)
 #define OFFWAKE_UNWIND_SIGNAL_RIP (40 + 16 * 8)
 
-/* The CFA of a frame under rule `rule` (CFA_RSP, CFA_RBP or PLT), from its rsp, rbp and pc;
+/* The CFA of a frame under rule `rule` (CFA_RSP, CFA_RBP, PLT or RA_RDI), from its rsp, rbp and pc;
  * 0 for a kind that gives none. */
 OFFWAKE_UNWIND_INLINE __u64 offwake_unwind_cfa(__u32 rule, __u64 rsp, __u64 rbp, __u64 pc)
 {
 	switch (offwake_unwind_kind(rule)) {
 	case OFFWAKE_UNWIND_CFA_RSP:
+	case OFFWAKE_UNWIND_RA_RDI:
 		return rsp + offwake_unwind_cfa_offset(rule);
 	case OFFWAKE_UNWIND_CFA_RBP:
 		return rbp + offwake_unwind_cfa_offset(rule);

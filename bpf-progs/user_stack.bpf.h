@@ -13,13 +13,14 @@
 #include "unwind_tables.bpf.h"
 #include "walk_memo.bpf.h"
 
-/* The caller's frame is found: its pc (a return address unless `exact`), sp and bp. */
-static __always_inline long next_frame(struct walk_ctx *w, __u64 pc, __u64 sp, __u64 bp, __u32 exact)
+/* The caller's frame is found: its pc (a return address unless `exact`), sp and bp, its sp
+ * checked by the caller (caller_frame()). */
+static __always_inline long frame_found(struct walk_ctx *w, __u64 pc, __u64 sp, __u64 bp, __u32 exact)
 {
 	struct scratch *s = w->s;
 	__u64 n = frame_index(w->nr);
 
-	if (!pc || pc >= OFFWAKE_USER_ADDR_LIMIT || sp <= w->sp)
+	if (!pc || pc >= OFFWAKE_USER_ADDR_LIMIT)
 		return walk_end(w, OFFWAKE_WALK_BAD_FRAME);
 	if (n >= OFFWAKE_MAX_STACK_DEPTH)
 		return walk_end(w, OFFWAKE_WALK_DEPTH);
@@ -30,6 +31,14 @@ static __always_inline long next_frame(struct walk_ctx *w, __u64 pc, __u64 sp, _
 	w->bp = bp;
 	w->exact = exact;
 	return 0;
+}
+
+/* The same, for a caller whose frame lies above this one, as the stack grows down. */
+static __always_inline long next_frame(struct walk_ctx *w, __u64 pc, __u64 sp, __u64 bp, __u32 exact)
+{
+	if (sp <= w->sp)
+		return walk_end(w, OFFWAKE_WALK_BAD_FRAME);
+	return frame_found(w, pc, sp, bp, exact);
 }
 
 /* Whether the code before `ret` ends with a call, as a return address's does: one of the forms
@@ -103,6 +112,16 @@ static __always_inline long table_step(struct walk_ctx *w, __u32 rule, int other
 		    (err = stack_word(w, w->sp + OFFWAKE_UNWIND_SIGNAL_RIP, &ret, other_task, 1)))
 			return walk_end(w, err);
 		return next_frame(w, ret, sp, bp, 1);
+	case OFFWAKE_UNWIND_RA_RDI:
+		/* rdi is known in the first frame only: the registers the thread entered with. Not
+		 * in the walks of another task (at the stop): that path took the iterator's
+		 * verification past a quarter of the limit (Verifier.EveryModesProgramsLoadFarBelowTheLimit). */
+		if (other_task || w->nr != 1)
+			return walk_end(w, OFFWAKE_WALK_UNSUPPORTED);
+		w->s->reg_frames = 1;
+		/* Its caller's sp may be this one's (the return address was popped already), never
+		 * below (the CFA offset is unsigned). */
+		return frame_found(w, w->s->first_di, offwake_unwind_cfa(rule, w->sp, w->bp, w->pc), bp, 0);
 	case OFFWAKE_UNWIND_EXPRESSION:
 		return walk_end(w, OFFWAKE_WALK_EXPRESSION);
 	default:
@@ -291,6 +310,8 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 	s->read.n = 0;
 	s->read.span = 0;
 	s->read.sp0 = run.sp;
+	s->first_di = regs_ra_reg(regs);
+	s->reg_frames = 0;
 	if (role < MEMO_ROLES) {
 		/* The process's tables are looked up only if a memo of these registers is older
 		 * than the last change to any process's (the epoch, read first). */
@@ -325,7 +346,9 @@ static __always_inline __s64 user_stack_of(void *ctx, struct task_struct *t, int
 		c->user_unwind_searches += run.table_frames + run.fp_frames - run.cache_hits;
 	}
 	id = store_stack(s, OFFWAKE_USER, c);
-	if (role < MEMO_ROLES) {
+	/* A memo replays a walk by its pc, sp, bp and the words it read: not one that took a
+	 * return address from another register. */
+	if (role < MEMO_ROLES && !s->reg_frames) {
 		h.stack_id = id;
 		h.words = s->read.n;
 		h.end = run.end;

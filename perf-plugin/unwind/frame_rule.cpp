@@ -11,6 +11,7 @@ namespace offwake::unwind {
 namespace {
 
 // DWARF register numbers of the x86-64 psABI.
+constexpr int kRdi = 5;
 constexpr int kRbp = 6;
 constexpr int kRsp = 7;
 constexpr int kReturnAddress = 16;
@@ -33,12 +34,13 @@ std::optional<uint32_t> plt_threshold(const Dwarf_Op* ops, size_t n) {
   return ops[4].atom - DW_OP_lit0;
 }
 
-enum class Saved { kUnchanged, kUndefined, kAtCfa, kOther, kExpression, kError };
+enum class Saved { kUnchanged, kUndefined, kAtCfa, kInRdi, kOther, kExpression, kError };
 
 // Where a register of the caller is, in the forms libdw gives (libdw.h, dwarf_frame_register):
 // no ops and a null pointer for "same value", no ops in our buffer for "undefined",
-// {DW_OP_call_frame_cfa[, DW_OP_plus_uconst N]} in our buffer for "at CFA+N", any other op in
-// our buffer for a register or a value rule, and libdw's own ops for a DWARF expression.
+// {DW_OP_call_frame_cfa[, DW_OP_plus_uconst N]} in our buffer for "at CFA+N", {DW_OP_regx R}
+// for "in register R", any other op in our buffer for a value rule, and libdw's own ops for a
+// DWARF expression.
 Saved saved_at(Dwarf_Frame* frame, int regno, int64_t* offset) {
   Dwarf_Op mem[3];
   Dwarf_Op* ops = nullptr;
@@ -46,6 +48,7 @@ Saved saved_at(Dwarf_Frame* frame, int regno, int64_t* offset) {
   if (dwarf_frame_register(frame, regno, mem, &ops, &n) != 0) return Saved::kError;
   if (n == 0) return ops == nullptr ? Saved::kUnchanged : Saved::kUndefined;
   if (ops != mem) return Saved::kExpression;
+  if (n == 1 && ops[0].atom == DW_OP_regx && ops[0].number == kRdi) return Saved::kInRdi;
   if (ops[0].atom != DW_OP_call_frame_cfa) return Saved::kOther;
   if (n == 1) {
     *offset = 0;
@@ -70,6 +73,7 @@ const char* kind_name(uint32_t kind) {
     case OFFWAKE_UNWIND_SIGNAL: return "signal";
     case OFFWAKE_UNWIND_EXPRESSION: return "expression";
     case OFFWAKE_UNWIND_UNSUPPORTED: return "unsupported";
+    case OFFWAKE_UNWIND_RA_RDI: return "ra-rdi";
     default: return "?";
   }
 }
@@ -114,6 +118,13 @@ FrameRule classify_frame(Dwarf_Frame* frame) {
     case Saved::kAtCfa:
       if (ra_offset != -8) return make(OFFWAKE_UNWIND_UNSUPPORTED, "return address not at CFA-8");
       break;
+    case Saved::kInRdi:
+      // vfork: the return address in rdi, from rsp, rbp untouched (the walker has rdi only in a
+      // stack's first frame).
+      if (kind != OFFWAKE_UNWIND_CFA_RSP) return make(OFFWAKE_UNWIND_UNSUPPORTED, "return address in rdi, CFA not from rsp");
+      if (int64_t unused = 0; saved_at(frame, kRbp, &unused) != Saved::kUnchanged)
+        return make(OFFWAKE_UNWIND_UNSUPPORTED, "return address in rdi, rbp saved");
+      return make(OFFWAKE_UNWIND_RA_RDI, nullptr, cfa_offset);
     case Saved::kExpression: return make(OFFWAKE_UNWIND_EXPRESSION, "return address expression");
     case Saved::kError: return make(OFFWAKE_UNWIND_UNSUPPORTED, "libdw: return address rule unreadable");
     default: return make(OFFWAKE_UNWIND_UNSUPPORTED, "return address in a register or unchanged");
@@ -129,6 +140,7 @@ FrameRule classify_frame(Dwarf_Frame* frame) {
       break;
     case Saved::kExpression: return make(OFFWAKE_UNWIND_EXPRESSION, "rbp expression");
     case Saved::kUndefined: return make(OFFWAKE_UNWIND_UNSUPPORTED, "rbp undefined");
+    case Saved::kInRdi:
     case Saved::kOther: return make(OFFWAKE_UNWIND_UNSUPPORTED, "rbp in a register");
     case Saved::kError: return make(OFFWAKE_UNWIND_UNSUPPORTED, "libdw: rbp rule unreadable");
   }

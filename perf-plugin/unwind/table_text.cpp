@@ -22,6 +22,9 @@ std::string format_rule(uint32_t rule) {
     case OFFWAKE_UNWIND_PLT:
       std::snprintf(buf, sizeof buf, "plt(%u)", offwake_unwind_cfa_offset(rule));
       return buf;
+    case OFFWAKE_UNWIND_RA_RDI:
+      std::snprintf(buf, sizeof buf, "rsp+%u ra=rdi", offwake_unwind_cfa_offset(rule));
+      return buf;
     default:
       return kind_name(kind);
   }

@@ -123,6 +123,11 @@ uint32_t readelf_rule(bool signal, const std::string& cfa, const std::string& rb
   if (n < 0 || n > OFFWAKE_UNWIND_CFA_MAX) return pack(OFFWAKE_UNWIND_UNSUPPORTED);
   cfa_offset = static_cast<uint32_t>(n);
   if (ra == "exp" || ra == "vexp") return pack(OFFWAKE_UNWIND_EXPRESSION);
+  // vfork's return address, popped into rdi: from rsp, rbp untouched.
+  if (ra == "r5 (rdi)")
+    return pack(kind == OFFWAKE_UNWIND_CFA_RSP && (rbp.empty() || rbp == "u" || rbp == "s") ? OFFWAKE_UNWIND_RA_RDI
+                                                                                           : OFFWAKE_UNWIND_UNSUPPORTED,
+                kind == OFFWAKE_UNWIND_CFA_RSP ? cfa_offset : 0);
   if (ra != "c-8") return pack(OFFWAKE_UNWIND_UNSUPPORTED);
   if (rbp.empty() || rbp == "u" || rbp == "s") return pack(kind, cfa_offset, 0);
   if (rbp == "exp" || rbp == "vexp") return pack(OFFWAKE_UNWIND_EXPRESSION);
@@ -135,7 +140,7 @@ uint32_t readelf_rule(bool signal, const std::string& cfa, const std::string& rb
 
 uint32_t collapse(uint32_t rule) {
   uint32_t kind = offwake_unwind_kind(rule);
-  if (kind == OFFWAKE_UNWIND_CFA_RSP || kind == OFFWAKE_UNWIND_CFA_RBP) return rule;
+  if (kind == OFFWAKE_UNWIND_CFA_RSP || kind == OFFWAKE_UNWIND_CFA_RBP || kind == OFFWAKE_UNWIND_RA_RDI) return rule;
   if (kind == OFFWAKE_UNWIND_PLT) kind = OFFWAKE_UNWIND_EXPRESSION;
   return offwake_unwind_pack(kind, 0, 0);
 }
