@@ -361,9 +361,9 @@ struct offwake_config {
 	                            * unwound as well, and counted if it differs: a check of the
 	                            * memo, at the cost it saves */
 	__u32 user_rseq;           /* lazily (or for user_await_tables), a thread with rseq has its
-	                            * deferred user stack walked
-	                            * by the rseq_update program on its way back to user space
-	                            * (no task work to schedule); others as user_task_work says */
+	                            * deferred user stack walked by the rseq_update program on its
+	                            * way back to user space (no task work to schedule); others as
+	                            * user_task_work says */
 	__u32 user_await_tables;   /* exactly, a followed command (unwind_tables, follow_forks): a
 	                            * block of a process with no unwind tables yet, in the first
 	                            * milliseconds after its exec, has its user stack walked on its

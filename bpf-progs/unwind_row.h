@@ -222,8 +222,8 @@ offwake_unwind_find_mapping(const struct offwake_unwind_process *p, __u64 pc)
 #define OFFWAKE_UNWIND_SIGNAL_RSP (40 + 15 * 8)
 #define OFFWAKE_UNWIND_SIGNAL_RIP (40 + 16 * 8)
 
-/* The CFA of a frame under rule `rule` (CFA_RSP, CFA_RBP, PLT or RA_RDI), from its rsp, rbp and pc;
- * 0 for a kind that gives none. */
+/* The CFA of a frame under rule `rule` (CFA_RSP, CFA_RBP, PLT or RA_RDI), from its rsp, rbp
+ * and pc; 0 for a kind that gives none. */
 OFFWAKE_UNWIND_INLINE __u64 offwake_unwind_cfa(__u32 rule, __u64 rsp, __u64 rbp, __u64 pc)
 {
 	switch (offwake_unwind_kind(rule)) {

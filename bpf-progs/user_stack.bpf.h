@@ -14,7 +14,7 @@
 #include "walk_memo.bpf.h"
 
 /* The caller's frame is found: its pc (a return address unless `exact`), sp and bp, its sp
- * checked by the caller (caller_frame()). */
+ * checked by the caller (next_frame(), or RA_RDI's own rule). */
 static __always_inline long frame_found(struct walk_ctx *w, __u64 pc, __u64 sp, __u64 bp, __u32 exact)
 {
 	struct scratch *s = w->s;
