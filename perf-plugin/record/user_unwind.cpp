@@ -5,8 +5,8 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
-#include <memory>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>

@@ -121,7 +121,8 @@ FrameRule classify_frame(Dwarf_Frame* frame) {
     case Saved::kInRdi:
       // vfork: the return address in rdi, from rsp, rbp untouched (the walker has rdi only in a
       // stack's first frame).
-      if (kind != OFFWAKE_UNWIND_CFA_RSP) return make(OFFWAKE_UNWIND_UNSUPPORTED, "return address in rdi, CFA not from rsp");
+      if (kind != OFFWAKE_UNWIND_CFA_RSP)
+        return make(OFFWAKE_UNWIND_UNSUPPORTED, "return address in rdi, CFA not from rsp");
       if (int64_t unused = 0; saved_at(frame, kRbp, &unused) != Saved::kUnchanged)
         return make(OFFWAKE_UNWIND_UNSUPPORTED, "return address in rdi, rbp saved");
       return make(OFFWAKE_UNWIND_RA_RDI, nullptr, cfa_offset);

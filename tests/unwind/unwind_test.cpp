@@ -250,7 +250,8 @@ TEST(UnwindTable, LibcRowsMatchReadelf) {
   // the kernel with).
   const Range vfork = function(kLibc, "__vfork");
   EXPECT_EQ(kind_at(t, vfork.start), unsigned{OFFWAKE_UNWIND_CFA_RSP});
-  EXPECT_EQ(t.rule_at(vfork.start + 8), offwake_unwind_pack(OFFWAKE_UNWIND_RA_RDI, 0, 0)) << describe(t.rule_at(vfork.start + 8));
+  EXPECT_EQ(t.rule_at(vfork.start + 8), offwake_unwind_pack(OFFWAKE_UNWIND_RA_RDI, 0, 0))
+      << describe(t.rule_at(vfork.start + 8));
   EXPECT_EQ(k[OFFWAKE_UNWIND_RA_RDI], 2u);  // before and after the push that puts it back
   // What a walker cannot follow is a sliver of libc (the context switchers, __longjmp, the
   // trampoline): under 0.1% of its code.
