@@ -38,22 +38,23 @@ void RecordedMappings::read_proc(uint32_t pid, Process& p) {
   auto maps = read_proc_maps(static_cast<pid_t>(pid));
   if (!maps) return;  // gone: its stacks have no mappings
   for (const ProcMapping& m : *maps)
-    if (m.perms.size() >= 3 && m.perms[2] == 'x') add(pid, p, m.start, m.end, m.pgoff, m.path, {}, makedev(m.maj, m.min), m.ino);
+    if (m.perms.size() >= 3 && m.perms[2] == 'x')
+      add(pid, p, {m.start, m.end, m.pgoff, m.path, {}, makedev(m.maj, m.min), m.ino, {}});
 }
 
 // Live (read_proc_), a file of the process is read through /proc while the process lives: a
 // file of another mount namespace, deleted since, or a memfd can still be unwound.
-void RecordedMappings::add(uint32_t pid, Process& p, uint64_t start, uint64_t end, uint64_t pgoff,
-                           const std::string& name, const perfdata::BuildId& build_id, uint64_t dev,
-                           uint64_t ino) {
-  std::string file = code_file(name), open;
+void RecordedMappings::add(uint32_t pid, Process& p, RecordedMapping m) {
+  const std::string name = m.path;
+  m.path = code_file(name);
   if (read_proc_ && !name.empty() && name[0] == '/' && name != kVdsoName) {
-    open = live_file_path(pid, name, start, end);
-    if (open == name) open.clear();
-    if (file.empty() && !open.empty()) file = name;  // deleted, read through map_files
+    m.open_path = live_file_path(pid, name, m.start, m.end);
+    if (m.open_path == name) m.open_path.clear();
+    if (m.path.empty() && !m.open_path.empty()) m.path = name;  // deleted, read through map_files
   }
-  if (file.empty()) return;
-  p.by_start[start] = RecordedMapping{start, end, pgoff, file, build_id, dev, ino, open};
+  if (m.path.empty()) return;
+  const uint64_t start = m.start;
+  p.by_start[start] = std::move(m);
 }
 
 void RecordedMappings::remove_overlaps(Process& p, uint64_t start, uint64_t end) {
@@ -84,7 +85,8 @@ void RecordedMappings::mmap(const perfdata::Mmap2Record& m) {
   if (m.len == 0 || (m.cpumode & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) return;
   Process& p = process(m.pid);
   remove_overlaps(p, m.start, m.start + m.len);
-  if (m.prot & PROT_EXEC) add(m.pid, p, m.start, m.start + m.len, m.pgoff, m.filename, m.build_id, makedev(m.maj, m.min), m.ino);
+  if (m.prot & PROT_EXEC)
+    add(m.pid, p, {m.start, m.start + m.len, m.pgoff, m.filename, m.build_id, makedev(m.maj, m.min), m.ino, {}});
 }
 
 void RecordedMappings::fork(uint32_t parent_pid, uint32_t child_pid) {

@@ -52,8 +52,8 @@ class RecordedMappings {
   };
   Process& process(uint32_t pid);
   void read_proc(uint32_t pid, Process& p);
-  void add(uint32_t pid, Process& p, uint64_t start, uint64_t end, uint64_t pgoff, const std::string& name,
-           const perfdata::BuildId& build_id, uint64_t dev, uint64_t ino);
+  // `m` as the record or /proc names it (`path` its name there, no open_path yet).
+  void add(uint32_t pid, Process& p, RecordedMapping m);
   void remove_overlaps(Process& p, uint64_t start, uint64_t end);
 
   bool read_proc_;
