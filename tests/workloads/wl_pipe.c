@@ -6,7 +6,8 @@
  * waker and wakee on two given CPUs. With -r 1 the parent prints "ready parent=P child=C"
  * once the child exists (their pids as the workload sees them: in a container, its own).
  * With -g FILE the child moves itself into a cgroup before its first read, by writing 0 to
- * FILE (that cgroup's cgroup.procs): the waker stays in the parent's cgroup. */
+ * FILE (that cgroup's cgroup.procs): the waker stays in the parent's cgroup. The child exits
+ * only once the parent waits for it, which it then wakes on its way out. */
 #define _GNU_SOURCE
 #include <sys/wait.h>
 
@@ -24,6 +25,31 @@ WL_NOINLINE void wl_send_message(int fd)
 
 	if (wl_syscall4(SYS_write, fd, (long)&c, 1, 0) != 1)
 		exit(3);
+}
+
+/* The child exits once its parent sleeps in waitpid (wait4), so that its exit always wakes the
+ * parent: without it the parent, still on its way there, now and then found the child gone and
+ * never blocked. The parent is named as /proc numbers it (the fourth field of /proc/self/stat:
+ * in a pid namespace whose /proc is still the host's, getppid() is the namespace's number);
+ * skipped where there is no /proc (a container's root without it). */
+static void await_parent_in_waitpid(void)
+{
+	char buf[512];
+	const char *end;
+	int f = open("/proc/self/stat", O_RDONLY), parent;
+	ssize_t n;
+
+	if (f < 0)
+		return;
+	n = read(f, buf, sizeof buf - 1);
+	close(f);
+	if (n <= 0)
+		exit(5);
+	buf[n] = 0;
+	end = strrchr(buf, ')'); /* after the command name, which may hold anything */
+	if (!end || sscanf(end + 1, " %*c %d", &parent) != 1)
+		exit(5);
+	wl_await_sleep(parent, parent, SYS_wait4, -1);
 }
 
 int main(int argc, char **argv)
@@ -72,6 +98,7 @@ int main(int argc, char **argv)
 			blocked += wl_wait_for_message(fds[0], &blocks);
 		wl_print_truth(wl_gettid(), "wl_wait_for_message", blocked, blocks, getppid(),
 			       "wl_send_message");
+		await_parent_in_waitpid();
 		_exit(0);
 	}
 	close(fds[0]);
