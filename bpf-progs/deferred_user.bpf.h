@@ -62,23 +62,29 @@ static __always_inline int same_memory_as_current(struct task_struct *t)
 	return cur->mm && cur->mm == t->mm && !(cur->flags & PF_NO_USER_STACK);
 }
 
-/* Exact capture of a command (cfg.user_await_tables): a process it starts has no unwind tables
- * until user space has read the MMAP2 records of its exec and built what it maps, a few
- * milliseconds in which its first blocks (a thread waiting for another it has just started)
- * would be walked by frame pointers, cut short in code without them; so has a process whose
- * tables are published while one is still being built (its binary's, after an exec; a child
- * forked meanwhile has its parent's). Such a block (prev's, being switched out) has its user
- * stack walked on its way back to user space instead (rseq_update): its registers and stack
- * stay as they are until then, and its tables have likely come meanwhile. */
-static __always_inline int user_stack_awaits_tables(struct task_struct *prev, struct offwake_counters *c)
+/* Exact capture, system-wide or of a command (cfg.user_await_tables): a process that execs has
+ * no unwind tables until user space has read the MMAP2 records of its exec and built what it
+ * maps, a few milliseconds in which its first blocks (a thread waiting for another it has just
+ * started) would be walked by frame pointers, cut short in code without them; so has a process
+ * whose tables are published while one is still being built (its binary's, after an exec; a
+ * child forked meanwhile has its parent's). Such a block (prev's, being switched out, b its
+ * block) has its user stack walked on its way back to user space instead (rseq_update): its
+ * registers and stack stay as they are until then, and its tables have likely come meanwhile.
+ * Once a thread's process is seen with its tables whole, the thread's later blocks do not look
+ * again (TB_HAS_TABLES, until an exec): a table built later for a library it loads is not
+ * waited for. */
+static __always_inline int user_stack_awaits_tables(struct task_struct *prev, struct offwake_task_block *b,
+						    struct offwake_counters *c)
 {
 	const struct offwake_unwind_process *proc;
 
-	if (!cfg.user_await_tables || !task_has_rseq(prev))
+	if (!cfg.user_await_tables || (b->flags & TB_HAS_TABLES) || !task_has_rseq(prev))
 		return 0;
 	proc = unwind_process(prev);
-	if (proc && !proc->building)
+	if (proc && !proc->building) {
+		b->flags |= TB_HAS_TABLES;
 		return 0;
+	}
 	COUNT(c, user_walks_awaited_tables);
 	return 1;
 }

@@ -97,7 +97,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, _Boo
 		b->user_stack_id = OFFWAKE_NO_STACK;
 	} else if ((lazy() && ((cfg.user_rseq && task_has_rseq(prev)) ||
 			       (cfg.user_task_work && !walk_at_switch_out(b->keep_ns, b->last_ns)))) ||
-		   user_stack_awaits_tables(prev, c)) {
+		   user_stack_awaits_tables(prev, b, c)) {
 		/* The user registers stay as they are until the task is back in user space,
 		 * whether it entered the kernel by a system call or an exception. A thread with
 		 * rseq has the stack walked there, for kept blocks, at the price of a tracepoint
@@ -369,7 +369,10 @@ int BPF_PROG(offwake_exec, struct task_struct *p)
 		bpf_map_delete_elem(&unwind_processes, &tgid);
 	}
 	b = task_block(p);
-	if (!b || !(b->flags & (TB_PENDING | TB_DEFER_USER)))
+	if (!b)
+		return 0;
+	b->flags &= ~TB_HAS_TABLES; /* the new image's are still to come */
+	if (!(b->flags & (TB_PENDING | TB_DEFER_USER)))
 		return 0;
 	c = cpu_counters();
 	if (b->flags & TB_PENDING) {

@@ -364,7 +364,7 @@ struct offwake_config {
 	                            * deferred user stack walked by the rseq_update program on its
 	                            * way back to user space (no task work to schedule); others as
 	                            * user_task_work says */
-	__u32 user_await_tables;   /* exactly, a followed command (unwind_tables, follow_forks): a
+	__u32 user_await_tables;   /* exactly, system-wide or a followed command (unwind_tables): a
 	                            * block of a process with no unwind tables yet, in the first
 	                            * milliseconds after its exec, has its user stack walked on its
 	                            * way back to user space (rseq_update), not at once by frame
@@ -406,6 +406,9 @@ struct offwake_stored_stack {
 #define OFFWAKE_TB_PENDING 0x8u      /* `pending` holds a finished block waiting for its user stack */
 #define OFFWAKE_TB_PARKED 0x10u      /* ... named by its CPU (cpu_current.parked_tid): a program on the task's
                               * way back to user space (rseq_update, sys_exit) walks it, not a task work */
+#define OFFWAKE_TB_HAS_TABLES 0x20u  /* cfg.user_await_tables: the task's process had its unwind tables, none
+                              * being built, at one of its blocks (cleared at exec): its later blocks
+                              * do not look again */
 
 /* What a task left behind when it blocked, and who woke it: the value of the task_blocks
  * task storage map. Shared so that tests can set a task's state from user space.
@@ -425,7 +428,7 @@ struct offwake_task_block {
 	                 * block reached has its user stack walked at switch-out, while it is hot */
 	__u64 wake_ts;  /* when the recorded waker woke the task */
 	__u32 state;
-	__u32 flags;    /* OFFWAKE_TB_DEFER_USER, _PENDING, _PARKED: written only where no other
+	__u32 flags;    /* OFFWAKE_TB_DEFER_USER, _PENDING, _PARKED, _HAS_TABLES: written only where no other
 	                 * CPU writes this block (the task's own CPU, or a switch-in) */
 	__u64 cgroup_id; /* of the open block: the task's at switch-out */
 	__u32 wake_flags; /* OFFWAKE_TB_WAKER, _WAKE_ON_CPU. A wakeup on the task's way into the

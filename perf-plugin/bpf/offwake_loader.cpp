@@ -72,11 +72,12 @@ bool lazy_capture(const LoaderOptions& o) {
   return offwake_lazy_capture(o.eager, o.min_block_ns, o.max_block_ns, o.sample_period_ns);
 }
 
-// Exactly, a followed command's processes have their first blocks' user stacks wait for their
-// unwind tables (cfg.user_await_tables, bpf-progs/deferred_user.bpf.h), on rseq_update; not
-// with eager (every stack at once).
+// Exactly, system-wide or recording a followed command, a process that execs has its first
+// blocks' user stacks wait for its unwind tables (cfg.user_await_tables,
+// bpf-progs/deferred_user.bpf.h), on rseq_update; not with eager (every stack at once), nor
+// for -p and -t, whose processes have their tables before the recording starts.
 bool awaits_tables(const LoaderOptions& o) {
-  return !o.eager && !lazy_capture(o) && cfg_unwind_tables(o) && o.follow_forks;
+  return !o.eager && !lazy_capture(o) && cfg_unwind_tables(o) && (o.follow_forks || o.tgids.empty());
 }
 
 // Whether deferred user stacks wait for sys_exit: lazily, without task work, and either
@@ -257,7 +258,7 @@ Result<OffwakeBpf::SkelPtr> open_and_load(const LoaderOptions& o, uint32_t depth
   if (int err = bpf_map__set_value_size(s->maps.stack_store, static_cast<uint32_t>(stored)))
     return Error("setting stack store depth", libbpf_errno(err));
   bpf_program__set_autoload(s->progs.offwake_fork, o.follow_forks || cfg_unwind_tables(o));
-  bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty() || lazy_capture(o));
+  bpf_program__set_autoload(s->progs.offwake_exit, !o.tgids.empty() || lazy_capture(o) || rseq);
   bpf_program__set_autoload(s->progs.offwake_rseq_return, rseq);
   // Lazy capture without task work nor rseq_update parks user stacks until a system call
   // returns (a program that runs on every system call of the machine: loaded only then).

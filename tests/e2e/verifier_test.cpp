@@ -28,7 +28,7 @@ struct Mode {
 TEST(Verifier, EveryModesProgramsLoadFarBelowTheLimit) {
   TempDir dir;
   const std::vector<Mode> modes = {
-      {"", {"offwake_switch", "offwake_waking", "offwake_end_blocks"}},
+      {"", {"offwake_switch", "offwake_waking", "offwake_rseq_return", "offwake_end_blocks"}},
       {"--sample-period 1000", {"offwake_switch", "offwake_waking", "offwake_rseq_return", "offwake_end_blocks"}},
       {"--min-block 100 --timeline --chain-depth 4", {"offwake_switch", "offwake_waking", "offwake_rseq_return"}},
       {"--user-walker fp", {"offwake_switch", "offwake_waking"}},
