@@ -109,7 +109,10 @@ std::map<std::string, std::string> mapping_build_ids(const PprofRaw& raw) {
 }
 
 // A stream (record -o - | report -i -) gives the mappings the build ids a file gives them, the
-// kernel's too.
+// kernel's too. The two are separate runs of wl_pipe: the binaries their stacks pass through
+// are the same but for a start-up block's (a frame in the dynamic loader in one run and not in
+// the other, as in a run beside a busy loop): every mapping of the stream has a build id, the
+// file's where both have it, and both have the workload's, libc's and the kernel's.
 TEST_F(ReportPprof, AStreamGivesTheMappingsTheirBuildIds) {
   const std::string streamed = dir_->file("stream.pb.gz");
   auto r = run(kOffwake + " record -q -o - -- " + kWorkloads + "wl_pipe -n 5 | " + kOffwake +
@@ -121,12 +124,21 @@ TEST_F(ReportPprof, AStreamGivesTheMappingsTheirBuildIds) {
   const PprofRaw from_stream = parse_pprof_raw(go_pprof("-raw " + streamed).out, &error);
   ASSERT_EQ(error, "");
   const auto file_ids = mapping_build_ids(from_file), stream_ids = mapping_build_ids(from_stream);
-  ASSERT_TRUE(file_ids.count("[kernel.kallsyms]")) << testing::PrintToString(from_file.mappings);
-  for (const auto& [file, id] : file_ids) {
+  auto has = [](const std::map<std::string, std::string>& ids, const std::string& part) {
+    for (const auto& [file, id] : ids)
+      if (file.find(part) != std::string::npos) return true;
+    return false;
+  };
+  for (const char* part : {"[kernel.kallsyms]", "/wl_pipe", "/libc.so"}) {
+    EXPECT_TRUE(has(file_ids, part)) << part << " " << testing::PrintToString(from_file.mappings);
+    EXPECT_TRUE(has(stream_ids, part)) << part << " " << testing::PrintToString(from_stream.mappings);
+  }
+  for (const auto& [file, id] : stream_ids) {
     SCOPED_TRACE(file);
     EXPECT_EQ(id.size(), 40u);
-    ASSERT_TRUE(stream_ids.count(file)) << testing::PrintToString(from_stream.mappings);
-    EXPECT_EQ(stream_ids.at(file), id);
+    if (file_ids.count(file)) {
+      EXPECT_EQ(file_ids.at(file), id);
+    }
   }
 }
 
