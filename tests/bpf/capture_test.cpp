@@ -215,6 +215,30 @@ void expect_same(const Capture& a, const Capture& b, bool fault_user_frames = tr
   EXPECT_LE(late_blocks(a), a.counters.late_ends);
 }
 
+// The blocks of the truth's thread in `c`, told apart once: the truth's own (its function on
+// their user stack), those that ended late without a user stack (the truth's too, that could
+// not show it), and the others that did not end late. Such another block (a start-up page fault
+// that waited a millisecond for I/O, say) may come before the truth's first, which is then
+// walked at switch-out rather than deferred: a thread's block is deferred only after a
+// shorter one.
+struct ThreadBlocks {
+  uint64_t truths = 0, late_without_user_stack = 0, others = 0;
+};
+
+ThreadBlocks thread_blocks(const Range& fn, const Capture& c, const Truth& t) {
+  ThreadBlocks b;
+  for (const Aggregate& a : c.aggregates) {
+    if (a.key.tid != t.tid) continue;
+    if (stack_hits(frames_of(*c.stacks, a.key.user_stack_id), fn))
+      b.truths += a.value.count;
+    else if (!ended_late(a))
+      b.others += a.value.count;
+    else if (a.key.user_stack_id == -OFFWAKE_ERR_NOT_TRACED)
+      b.late_without_user_stack += a.value.count;
+  }
+  return b;
+}
+
 // The truth's blocking function is in the user stacks of the capture, so that the comparison is
 // about real stacks. Its count is exact (as the kernel counts them: wl_blocks_so_far,
 // tests/workloads/wl_common.h), counting the blocks that ended late (ended_late) whose deferred
@@ -222,28 +246,18 @@ void expect_same(const Capture& a, const Capture& b, bool fault_user_frames = tr
 void expect_truth_seen(const std::string& workload, const Capture& c, const Truth& t) {
   auto fn = function_range(kWorkloads + workload, t.function);
   ASSERT_TRUE(fn);
-  uint64_t count = 0, late_without_user_stack = 0;
-  for (const Aggregate& a : c.aggregates) {
-    if (a.key.tid != t.tid) continue;
-    if (stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn))
-      count += a.value.count;
-    else if (ended_late(a) && a.key.user_stack_id == -OFFWAKE_ERR_NOT_TRACED)
-      late_without_user_stack += a.value.count;
-  }
-  EXPECT_EQ(count + late_without_user_stack, t.count) << t.function;
+  const ThreadBlocks b = thread_blocks(*fn, c, t);
+  EXPECT_EQ(b.truths + b.late_without_user_stack, t.count) << t.function;
 }
 
-// The kept blocks of the truth's thread that are not the truth's own: neither its function on
-// their user stack nor ended late. Such a block (a start-up page fault that waited a
-// millisecond for I/O, say) may come before the truth's first, which is then walked at
-// switch-out rather than deferred: a thread's block is deferred only after a shorter one.
+// thread_blocks().others, for the tests of deferral.
 uint64_t other_blocks_of_thread(const std::string& workload, const Capture& c, const Truth& t) {
   auto fn = function_range(kWorkloads + workload, t.function);
-  uint64_t n = 0;
-  for (const Aggregate& a : c.aggregates)
-    if (a.key.tid == t.tid && fn && !stack_hits(frames_of(*c.stacks, a.key.user_stack_id), *fn) && !ended_late(a))
-      n += a.value.count;
-  return n;
+  if (!fn) {
+    ADD_FAILURE() << t.function << " not found in " << workload;
+    return 0;
+  }
+  return thread_blocks(*fn, c, t).others;
 }
 
 // The blocks of thread `tid` in `c`, one line an aggregate, for a failure's message.
